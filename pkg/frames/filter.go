@@ -1,0 +1,130 @@
+package frames
+
+import "strings"
+
+// SourceKind selects which streams a [SourceFilter] matches (spec §3.4).
+type SourceKind uint8
+
+const (
+	// SourceAll matches every stream.
+	SourceAll SourceKind = iota
+	// SourceOrigin matches streams whose descriptor has SourceFilter.Origin.
+	SourceOrigin
+	// SourceNode matches every life of SourceFilter.Node.
+	SourceNode
+	// SourceStream matches exactly SourceFilter.Stream (one node, one life).
+	SourceStream
+)
+
+// SourceFilter selects streams (spec §3.4). Its JSON form is the seed's:
+// "All", {"Origin":"Bootstrap"}, {"Node":"n1"} or {"Stream":{"node":"n1","life":7}}.
+type SourceFilter struct {
+	Kind   SourceKind
+	Origin StreamOrigin // SourceOrigin
+	Node   NodeID       // SourceNode
+	Stream StreamID     // SourceStream
+}
+
+// AllSources, OriginSource, NodeSource and StreamSource build source filters.
+func AllSources() SourceFilter { return SourceFilter{} }
+
+// OriginSource matches streams of one origin.
+func OriginSource(o StreamOrigin) SourceFilter { return SourceFilter{Kind: SourceOrigin, Origin: o} }
+
+// NodeSource matches every life of one node.
+func NodeSource(n NodeID) SourceFilter { return SourceFilter{Kind: SourceNode, Node: n} }
+
+// StreamSource matches one stream.
+func StreamSource(s StreamID) SourceFilter { return SourceFilter{Kind: SourceStream, Stream: s} }
+
+// Match reports whether the filter selects the stream described by d.
+func (f SourceFilter) Match(d StreamDescriptor) bool {
+	switch f.Kind {
+	case SourceAll:
+		return true
+	case SourceOrigin:
+		return d.Origin == f.Origin
+	case SourceNode:
+		return d.Stream.Node == f.Node
+	case SourceStream:
+		return d.Stream == f.Stream
+	}
+	return false
+}
+
+// ChannelFilterKind selects how a [ChannelFilter] matches (spec §3.4).
+type ChannelFilterKind uint8
+
+const (
+	// ChannelsAll matches every channel.
+	ChannelsAll ChannelFilterKind = iota
+	// ChannelsName matches the exact name ChannelFilter.Value.
+	ChannelsName
+	// ChannelsPrefix matches names that start with ChannelFilter.Value
+	// (plain strings.HasPrefix; "proc.*" is CLI sugar for prefix "proc.").
+	ChannelsPrefix
+	// ChannelsContent matches channels whose content kind is ChannelFilter.Content.
+	ChannelsContent
+)
+
+// ChannelFilter selects channels by descriptor, never by payload (spec §3.4).
+// Its JSON form is the seed's: "All", {"Name":"host.cpu"}, {"Prefix":"proc."}
+// or {"Content":"JsonRecord"}.
+type ChannelFilter struct {
+	Kind    ChannelFilterKind
+	Value   string      // ChannelsName, ChannelsPrefix
+	Content ContentKind // ChannelsContent
+}
+
+// AllChannels, NameChannel, PrefixChannels and ContentChannels build channel filters.
+func AllChannels() ChannelFilter { return ChannelFilter{} }
+
+// NameChannel matches one exact channel name.
+func NameChannel(name string) ChannelFilter { return ChannelFilter{Kind: ChannelsName, Value: name} }
+
+// PrefixChannels matches names starting with prefix.
+func PrefixChannels(prefix string) ChannelFilter {
+	return ChannelFilter{Kind: ChannelsPrefix, Value: prefix}
+}
+
+// ContentChannels matches one content kind.
+func ContentChannels(k ContentKind) ChannelFilter {
+	return ChannelFilter{Kind: ChannelsContent, Content: k}
+}
+
+// ParseChannelPattern turns the CLI spelling into a filter: "prefix.*" (or any
+// pattern ending in "*") is a prefix match, anything else an exact name.
+func ParseChannelPattern(p string) ChannelFilter {
+	if strings.HasSuffix(p, "*") {
+		return PrefixChannels(strings.TrimSuffix(p, "*"))
+	}
+	return NameChannel(p)
+}
+
+// Match reports whether the filter selects the channel described by d.
+func (f ChannelFilter) Match(d ChannelDescriptor) bool {
+	switch f.Kind {
+	case ChannelsAll:
+		return true
+	case ChannelsName:
+		return d.Name == f.Value
+	case ChannelsPrefix:
+		return strings.HasPrefix(d.Name, f.Value)
+	case ChannelsContent:
+		return d.Content.Kind == f.Content
+	}
+	return false
+}
+
+// SubscriptionRequest selects what a subscriber's initial snapshot holds
+// (spec §3.4, §6.2). Future events are broadcast regardless of the request;
+// the request stays useful to downstream filters.
+type SubscriptionRequest struct {
+	Sources  SourceFilter
+	Channels ChannelFilter
+}
+
+// Match reports whether a channel of the stream described by s passes both filters.
+func (r SubscriptionRequest) Match(s StreamDescriptor, c ChannelDescriptor) bool {
+	return r.Sources.Match(s) && r.Channels.Match(c)
+}
