@@ -13,4 +13,5 @@ require (
 	github.com/tidwall/pretty v1.3.0 // indirect
 	github.com/urfave/cli/v3 v3.14.0 // indirect
 	golang.org/x/sys v0.28.0 // indirect
+	golang.org/x/tools v0.26.0 // indirect
 )

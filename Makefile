@@ -1,0 +1,54 @@
+# ds — see README.md. `make test` is what CI runs (.ci/run).
+GO        ?= go
+BIN       ?= bin/ds
+PKGS      := ./...
+FUZZTIME  ?= 30s
+
+.PHONY: all build test fmt-check vet race lint bench fuzz demo update tidy-check clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/ds
+
+## test: formatting, vet, then every test (unit, golden, testscript, fuzz
+## seed corpora, property tests) under the race detector.
+test: fmt-check vet race
+
+fmt-check:
+	@out="$$(gofmt -l . | grep -v '^testdata/' || true)"; \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+race:
+	$(GO) test -race -count=1 $(PKGS)
+
+lint:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -checks all,-ST1000,-ST1003 $(PKGS)
+
+## bench: the hot-path benchmarks (see scripts/ for whole-command benchmarks).
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
+
+## fuzz: run every fuzz target for FUZZTIME each.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./pkg/...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	  done; done
+
+## demo: the main job on an embedded default.
+demo: build
+	@bash scripts/demo.sh $(BIN)
+
+## update: regenerate golden files, fixtures and testscript outputs; review the diff.
+update:
+	DS_UPDATE=1 $(GO) test -count=1 $(PKGS)
+
+tidy-check:
+	$(GO) mod tidy && git diff --exit-code go.mod go.sum
+
+clean:
+	rm -rf bin

@@ -1,0 +1,8 @@
+package main
+
+import "github.com/urfave/cli/v3"
+
+// commands returns the subcommands that exist, in the order help lists them.
+func commands() []*cli.Command {
+	return nil
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Exit statuses, part of the interface (man/ds.1 EXIT STATUS; STYLE.md §5).
+// ds wrap returns its child's status instead; see wrap's own documentation.
+const (
+	exitOK      = 0 // success
+	exitFailure = 1 // runtime or I/O failure
+	exitUsage   = 2 // bad command line
+	exitCorrupt = 3 // damaged or truncated input (data that was good is still printed)
+)
+
+// usageError is a bad command line: exit 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// corruptError reports that an input was damaged: exit 3. The message has
+// been printed already (each damaged range is reported as it is met).
+type corruptError struct{ err error }
+
+func (e *corruptError) Error() string { return e.err.Error() }
+func (e *corruptError) Unwrap() error { return e.err }
+
+// statusError carries an exit status decided by a command (ds wrap's child
+// status) with nothing to print.
+type statusError struct{ code int }
+
+func (e *statusError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// exitCode maps an action's error to the process exit status and prints it
+// once, as "ds: <err>" on stderr. It is the only place that does either.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	var st *statusError
+	if errors.As(err, &st) {
+		return st.code
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "ds: %v\nRun 'ds --help' for usage.\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "ds: %v\n", err)
+	var ce *corruptError
+	if errors.As(err, &ce) {
+		return exitCorrupt
+	}
+	return exitFailure
+}

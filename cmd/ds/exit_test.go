@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		err        error
+		code       int
+		wantStderr string
+	}{
+		{nil, 0, ""},
+		{errors.New("open x.dss: no such file"), 1, "ds: open x.dss: no such file\n"},
+		{usagef("unknown command %q", "x"), 2, "ds: unknown command \"x\"\nRun 'ds --help' for usage.\n"},
+		{&corruptError{errors.New("a.dss: torn tail")}, 3, "ds: a.dss: torn tail\n"},
+		{fmt.Errorf("wrapped: %w", &corruptError{errors.New("bad")}), 3, "ds: wrapped: bad\n"},
+		{&statusError{code: 137}, 137, ""},
+	}
+	for _, tt := range tests {
+		var stderr bytes.Buffer
+		if got := exitCode(tt.err, &stderr); got != tt.code || stderr.String() != tt.wantStderr {
+			t.Errorf("exitCode(%v) = %d, %q; want %d, %q", tt.err, got, stderr.String(), tt.code, tt.wantStderr)
+		}
+	}
+}
+
+// Flags after arguments work (urfave/cli v3), and urfave never calls os.Exit
+// or prints help on stdout for a usage error.
+func TestRunUsageErrorNotOnStdout(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"ds", "--nope"}, nil, &stdout, &stderr); code != exitUsage {
+		t.Fatalf("code %d", code)
+	}
+	if stdout.Len() != 0 {
+		t.Fatalf("stdout = %q", stdout.String())
+	}
+}

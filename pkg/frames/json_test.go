@@ -1,0 +1,194 @@
+package frames
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func ptr(s string) *string { return &s }
+
+// DESIGN.md §2: JSON spellings follow the seed system exactly.
+func TestJSONSpellings(t *testing.T) {
+	n1 := StreamID{Node: "n1", Life: 7}
+	tests := []struct {
+		name string
+		v    any
+		want string
+	}{
+		{"stream descriptor", StreamDescriptor{Stream: n1}, `{"stream":{"node":"n1","life":7},"label":null,"origin":"RemoteNode"}`},
+		{"labelled bootstrap", StreamDescriptor{Stream: n1, Label: ptr("boot"), Origin: OriginBootstrap}, `{"stream":{"node":"n1","life":7},"label":"boot","origin":"Bootstrap"}`},
+		{"bytes", Bytes(), `"Bytes"`},
+		{"text", TextStream(), `"TextStream"`},
+		{"record", JSONRecord("host.cpu"), `{"JsonRecord":{"schema":"host.cpu"}}`},
+		{"record without schema", JSONRecord(""), `{"JsonRecord":{"schema":null}}`},
+		{"channel descriptor", ChannelDescriptor{Stream: n1, ID: 2, Name: "proc.make.stdout", Content: TextStream()}, `{"stream":{"node":"n1","life":7},"id":2,"name":"proc.make.stdout","label":null,"content":"TextStream"}`},
+		{"frame event", FrameEvent(FrameDelivery{Channel: ChannelRef{n1, 3}, Position: 2, Payload: []byte("hi")}), `{"Frame":{"channel":{"stream":{"node":"n1","life":7},"channel":3},"position":2,"payload":[104,105]}}`},
+		{"ended event", StreamEndedEvent(n1), `{"StreamEnded":{"node":"n1","life":7}}`},
+		{"stream declared", StreamDeclaredEvent(StreamDescriptor{Stream: n1, Origin: OriginOrchestrator}), `{"StreamDeclared":{"stream":{"node":"n1","life":7},"label":null,"origin":"Orchestrator"}}`},
+		{"channel declared", ChannelDeclaredEvent(ChannelDescriptor{Stream: n1, ID: 1, Name: "host.cpu", Content: JSONRecord("host.cpu")}), `{"ChannelDeclared":{"stream":{"node":"n1","life":7},"id":1,"name":"host.cpu","label":null,"content":{"JsonRecord":{"schema":"host.cpu"}}}}`},
+		{"request all", SubscriptionRequest{}, `{"sources":"All","channels":"All"}`},
+		{"request node prefix", SubscriptionRequest{Sources: NodeSource("X"), Channels: PrefixChannels("proc.trainer.")}, `{"sources":{"Node":"X"},"channels":{"Prefix":"proc.trainer."}}`},
+		{"request stream name", SubscriptionRequest{Sources: StreamSource(n1), Channels: NameChannel("host.cpu")}, `{"sources":{"Stream":{"node":"n1","life":7}},"channels":{"Name":"host.cpu"}}`},
+		{"request origin content", SubscriptionRequest{Sources: OriginSource(OriginBootstrap), Channels: ContentChannels(KindJSONRecord)}, `{"sources":{"Origin":"Bootstrap"},"channels":{"Content":"JsonRecord"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(tt.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tt.want {
+				t.Fatalf("got  %s\nwant %s", b, tt.want)
+			}
+			// Round trip into a fresh value of the same type.
+			var back any
+			switch tt.v.(type) {
+			case StreamDescriptor:
+				var v StreamDescriptor
+				err, back = json.Unmarshal(b, &v), v
+			case ChannelContent:
+				var v ChannelContent
+				err, back = json.Unmarshal(b, &v), v
+			case ChannelDescriptor:
+				var v ChannelDescriptor
+				err, back = json.Unmarshal(b, &v), v
+			case Event:
+				var v Event
+				err, back = json.Unmarshal(b, &v), v
+			case SubscriptionRequest:
+				var v SubscriptionRequest
+				err, back = json.Unmarshal(b, &v), v
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.v, back); diff != "" {
+				t.Fatalf("round trip (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Spec §5.6: missing fields default, unknown fields are ignored.
+func TestJSONVersionSkew(t *testing.T) {
+	var d ChannelDescriptor
+	if err := json.Unmarshal([]byte(`{"stream":{"node":"n","life":1},"id":4,"name":"x","future":{"a":1}}`), &d); err != nil {
+		t.Fatal(err)
+	}
+	want := ChannelDescriptor{Stream: StreamID{"n", 1}, ID: 4, Name: "x", Content: Bytes()}
+	if diff := cmp.Diff(want, d); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	var s StreamDescriptor
+	if err := json.Unmarshal([]byte(`{"stream":{"node":"n","life":1}}`), &s); err != nil || s.Origin != OriginRemoteNode {
+		t.Fatalf("missing origin: %+v %v", s, err)
+	}
+	var c ChannelContent
+	if err := json.Unmarshal([]byte(`{"JsonRecord":{}}`), &c); err != nil || c.Kind != KindJSONRecord || c.Schema != nil {
+		t.Fatalf("record without schema key: %+v %v", c, err)
+	}
+}
+
+func TestJSONErrors(t *testing.T) {
+	bad := []struct {
+		name string
+		into any
+		in   string
+	}{
+		{"unknown origin", new(StreamOrigin), `"Satellite"`},
+		{"unknown content", new(ChannelContent), `"Video"`},
+		{"two-key content", new(ChannelContent), `{"JsonRecord":{},"Bytes":{}}`},
+		{"unknown event", new(Event), `{"Frobbed":{}}`},
+		{"event with two keys", new(Event), `{"Frame":{},"StreamEnded":{}}`},
+		{"payload out of range", new(Event), `{"Frame":{"channel":{"stream":{"node":"n","life":1},"channel":1},"position":0,"payload":[256]}}`},
+		{"unknown source", new(SourceFilter), `{"Planet":"x"}`},
+		{"unknown channel filter", new(ChannelFilter), `{"Regex":"x"}`},
+	}
+	for _, tt := range bad {
+		if err := json.Unmarshal([]byte(tt.in), tt.into); err == nil {
+			t.Errorf("%s: no error", tt.name)
+		} else if tt.name != "payload out of range" && !errors.Is(err, ErrBadJSON) {
+			t.Errorf("%s: %v does not wrap ErrBadJSON", tt.name, err)
+		}
+	}
+}
+
+func TestStreamIDText(t *testing.T) {
+	s := StreamID{Node: "ci#7", Life: 1732953600123456789}
+	if s.String() != "ci#7#1732953600123456789" {
+		t.Fatal(s.String())
+	}
+	back, err := ParseStreamID(s.String())
+	if err != nil || back != s {
+		t.Fatalf("parse = %+v %v", back, err)
+	}
+	for _, bad := range []string{"", "node", "node#", "node#x", "node#-1", "n#18446744073709551616"} {
+		if _, err := ParseStreamID(bad); !errors.Is(err, ErrBadStreamID) {
+			t.Errorf("ParseStreamID(%q) = %v", bad, err)
+		}
+	}
+}
+
+func TestFilters(t *testing.T) {
+	s := StreamDescriptor{Stream: StreamID{"X", 2}, Origin: OriginBootstrap}
+	c := ChannelDescriptor{Stream: s.Stream, ID: 1, Name: "proc.trainer.stdout", Content: TextStream()}
+	tests := []struct {
+		req  SubscriptionRequest
+		want bool
+	}{
+		{SubscriptionRequest{}, true},
+		{SubscriptionRequest{Sources: NodeSource("X"), Channels: PrefixChannels("proc.trainer.")}, true},
+		{SubscriptionRequest{Sources: NodeSource("Y")}, false},
+		{SubscriptionRequest{Sources: StreamSource(StreamID{"X", 2}), Channels: NameChannel("proc.trainer.stdout")}, true},
+		{SubscriptionRequest{Sources: StreamSource(StreamID{"X", 3})}, false},
+		{SubscriptionRequest{Sources: OriginSource(OriginBootstrap), Channels: ContentChannels(KindJSONRecord)}, false},
+		{SubscriptionRequest{Sources: OriginSource(OriginBootstrap), Channels: ContentChannels(KindTextStream)}, true},
+		{SubscriptionRequest{Channels: ParseChannelPattern("proc.*")}, true},
+		{SubscriptionRequest{Channels: ParseChannelPattern("proc")}, false},
+	}
+	for i, tt := range tests {
+		if got := tt.req.Match(s, c); got != tt.want {
+			t.Errorf("%d: %+v match = %v, want %v", i, tt.req, got, tt.want)
+		}
+	}
+}
+
+// CONFORMANCE §3.9: version skew for records.
+func TestDecodeRecordDefaults(t *testing.T) {
+	type resource struct {
+		CPUPct float64 `json:"cpu_pct"`
+		MemMB  int     `json:"mem_mb"`
+	}
+	got, err := DecodeRecord([]byte(`{"cpu_pct":42.0,"disk":"extra"}`), resource{MemMB: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != (resource{CPUPct: 42, MemMB: -1}) {
+		t.Fatalf("got %+v", got)
+	}
+	if _, err := DecodeRecord([]byte(`not-json{oops`), resource{}); err == nil {
+		t.Fatal("bad JSON decoded")
+	}
+}
+
+func TestRegistryClassify(t *testing.T) {
+	r := new(Registry).Typed("host.resource").Text("membership").TextPrefix("proc.")
+	tests := map[string]ChannelKind{
+		"host.resource":       Typed,
+		"membership":          Text,
+		"proc.trainer.stdout": Text,
+		"proc":                Opaque,
+		"never.heard.of":      Opaque,
+	}
+	for name, want := range tests {
+		if got := r.Classify(name); got != want {
+			t.Errorf("Classify(%q) = %v, want %v", name, got, want)
+		}
+	}
+	if new(Registry).Classify("x") != Opaque {
+		t.Error("zero registry must classify as Opaque")
+	}
+}
