@@ -289,7 +289,9 @@ type Event struct {
 
 // StreamDeclaredEvent, ChannelDeclaredEvent, FrameEvent and StreamEndedEvent
 // build events of each kind.
-func StreamDeclaredEvent(d StreamDescriptor) Event { return Event{Kind: EventStreamDeclared, Stream: &d} }
+func StreamDeclaredEvent(d StreamDescriptor) Event {
+	return Event{Kind: EventStreamDeclared, Stream: &d}
+}
 
 // ChannelDeclaredEvent builds an EventChannelDeclared.
 func ChannelDeclaredEvent(d ChannelDescriptor) Event {
