@@ -107,8 +107,8 @@ type assembly struct {
 	next    frames.Position
 	pending frameHeap
 	held    map[frames.Position]uint64 // held-back position → payload hash
-	recent  []recent                // ring by position % len
-	gaps    []Gap                   // declared gaps, for late detection (bounded)
+	recent  []recent                   // ring by position % len
+	gaps    []Gap                      // declared gaps, for late detection (bounded)
 	stats   StreamStats
 }
 
