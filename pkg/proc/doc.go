@@ -1,0 +1,108 @@
+// Package proc supervises the child process of ds wrap. It is the producer
+// side of the pipeline for process output (DESIGN.md §1): it starts the
+// command, passes stdin through, copies the child's stdout and stderr to the
+// caller's writers as soon as they are read, and submits the same bytes, and
+// the child's lifecycle, as frames to a [Producer] (in ds, a frames.Endpoint's
+// producer, which the CLI drains every tick into a capture file). It imports
+// frames and the standard library plus golang.org/x/sys/unix; it does not use
+// os/exec, flags, os.Exit or the CLI, and prints nothing of its own.
+//
+// # Channels
+//
+// [Run] registers, for a label L ([CleanLabel] of Options.Label, or
+// [LabelFromCommand] of argv[0]; CONFORMANCE.md §5.6):
+//
+//	proc.L.stdout     TextStream                 the child's stdout bytes, verbatim
+//	proc.L.stderr     TextStream                 the child's stderr bytes, verbatim (not in PTY mode)
+//	proc.L.lifecycle  JsonRecord "proc.lifecycle" one JSON object per payload, below
+//
+// # Line framing
+//
+// Output is read in chunks of up to 256 KiB from pipes enlarged to 1 MiB.
+// Each chunk goes to the pass-through writer first, then is cut into frames
+// (DESIGN.md §4): a frame ends at the last newline within MaxFrameSize bytes,
+// so a chunk holding many lines becomes one frame (or a few), not one frame
+// per line; views rejoin consecutive frames of a text channel. Bytes after
+// the last newline wait as a partial line and are flushed as a frame of their
+// own when no more bytes arrive for IdleFlush (50 ms by default), at EOF, or
+// when they reach MaxFrameSize (64 KiB by default): a line of any length is
+// split into MaxFrameSize frames and no more than MaxFrameSize bytes are held
+// per channel. Bytes are never altered: CR, CRLF, NUL and invalid UTF-8 pass
+// as they are. Submission never blocks: a frame the producer refuses is
+// counted as dropped in [Result] (Stdout/Stderr/Lifecycle.DroppedFrames) and
+// nothing else happens, so capture never slows the child; only the
+// pass-through writer (the user's terminal) can.
+//
+// # Lifecycle records
+//
+// The field names are a stable contract (DESIGN.md §4); readers must ignore
+// fields they do not know. Times are in nanoseconds, sizes in bytes.
+//
+//	{"event":"started","pid":4242,"argv":["make","test"],"path":"/usr/bin/make",
+//	 "cwd":"/src","label":"make","pty":false,"merged_output":false}
+//	{"event":"spawn_failed","error":"executable file not found in $PATH",
+//	 "argv":["mkae"],"cwd":"/src","exit_code":127}
+//	{"event":"signal","signal":"TERM","number":15,"source":"forwarded"}
+//	{"event":"drain_timeout","timeout_ns":2000000000,"open":["stdout","stderr"]}
+//	{"event":"exited","status":{"kind":"code","value":2},"exit_code":2,
+//	 "wall_ns":1234567,"user_ns":1000000,"sys_ns":200000,"max_rss_bytes":5242880}
+//	{"event":"exited","status":{"kind":"signal","value":9,"name":"KILL"},"exit_code":137,…}
+//
+// started is the first submission and exited the last; exited comes after
+// every output frame. path is the resolved executable; merged_output is true
+// when stderr is merged into stdout (PTY mode). The status "kind" is "code"
+// (value: the exit code) or "signal" (value: the signal number; "name" and,
+// when true, "core_dumped" added). exit_code is what ds wrap exits with.
+// user_ns, sys_ns and max_rss_bytes come from wait4's rusage and include the
+// descendants the child waited for. A signal record's "source" is one of
+// "forwarded" (ds sent the signal it received to the child), "terminal" (ds
+// received it but did not send it: the terminal delivered it to the child's
+// process group already), "escalation" (ds sent KILL after Grace or on a
+// second INT) and "cancel" (ds sent TERM because Run's context ended).
+// drain_timeout lists the outputs still open DrainTimeout after the child
+// exited (a background grandchild holding them); what they carried until
+// then is captured, the rest is not.
+//
+// # Exit status
+//
+// Result.ExitCode follows the shell (DESIGN.md §5): the child's exit code;
+// 128+N when signal N killed it (KILL → 137, SEGV → 139); 127 when the
+// command is not found; 126 when it is found but cannot be executed
+// (permission denied, not executable, a directory, a missing "#!"
+// interpreter) or Options.Dir is unusable; 1 when ds failed first. For 126
+// and 127 Run returns a *[StartError] and records spawn_failed.
+//
+// # Signals
+//
+// Signals ds receives arrive on Options.Signals. INT, TERM, HUP, QUIT, USR1,
+// USR2 and WINCH are forwarded; others are ignored. TERM starts the Grace
+// timer: a child still running when it fires is sent KILL. A second INT
+// (^C ^C) sends KILL at once. Cancelling Run's context sends TERM and starts
+// the Grace timer. Every signal sent is recorded.
+//
+// Without a PTY the child stays in ds's process group and session, exactly
+// as if the shell had run it: it can read the terminal, and ^C, ^\ and
+// window resizes reach it from the kernel directly. Forwarding INT, QUIT or
+// WINCH too would deliver them twice (a second ^C means "force quit" to many
+// programs), so by default ([TTYSignalsAuto]) these three are not forwarded
+// when ds is in the foreground process group of its controlling terminal,
+// only recorded with source "terminal"; they still count towards the second
+// INT. TERM, HUP, USR1 and USR2 normally come from kill(1) aimed at ds and
+// are always forwarded. Signals, and KILL, go to the child alone (through a
+// pidfd, so a reused pid is never hit); a grandchild that outlives it is
+// left alone and, if it keeps the output open, bounded by DrainTimeout.
+//
+// # PTY mode
+//
+// With Options.PTY the child runs in a new session whose controlling
+// terminal is a pseudo-terminal, so it line-buffers and colours its output as
+// on a terminal; stdout and stderr are merged, as a terminal shows them, on
+// the stdout channel, CRLF line ends included. The pty takes the size of the
+// real terminal (Stdin, else Stdout, when it is one; 80x24 otherwise) and is
+// resized on WINCH, which makes the kernel signal the child. Other signals
+// go to the child's process group. When Stdin is a terminal it is put in raw
+// mode (restored before Run returns) and copied to the pty, so ^C reaches
+// the child through the pty as a keystroke; otherwise the child's stdin is
+// Stdin itself (a file, a pipe or /dev/null), never the pty, so that EOF
+// works in scripts and CI.
+package proc

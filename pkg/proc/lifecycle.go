@@ -1,0 +1,105 @@
+package proc
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// LifecycleSchema is the schema name of the lifecycle channel's content,
+// frames.JSONRecord(LifecycleSchema) (DESIGN.md §4).
+const LifecycleSchema = "proc.lifecycle"
+
+// Lifecycle event names: the "event" field of a lifecycle record.
+const (
+	EventStarted      = "started"
+	EventSpawnFailed  = "spawn_failed"
+	EventSignal       = "signal"
+	EventDrainTimeout = "drain_timeout"
+	EventExited       = "exited"
+)
+
+// Signal sources: the "source" field of a signal record.
+const (
+	// SourceForwarded: ds received the signal and sent it to the child (in
+	// PTY mode, WINCH is forwarded by resizing the pty).
+	SourceForwarded = "forwarded"
+	// SourceTerminal: ds received the signal but did not send it, because the
+	// terminal already delivered it to the child's process group.
+	SourceTerminal = "terminal"
+	// SourceEscalation: ds sent KILL, after Grace or on a second INT.
+	SourceEscalation = "escalation"
+	// SourceCancel: ds sent TERM because Run's context was cancelled.
+	SourceCancel = "cancel"
+)
+
+type startedRecord struct {
+	Event        string   `json:"event"`
+	PID          int      `json:"pid"`
+	Argv         []string `json:"argv"`
+	Path         string   `json:"path"`
+	Cwd          string   `json:"cwd"`
+	Label        string   `json:"label"`
+	PTY          bool     `json:"pty"`
+	MergedOutput bool     `json:"merged_output"`
+}
+
+type spawnFailedRecord struct {
+	Event    string   `json:"event"`
+	Error    string   `json:"error"`
+	Argv     []string `json:"argv"`
+	Cwd      string   `json:"cwd"`
+	ExitCode int      `json:"exit_code"`
+}
+
+type signalRecord struct {
+	Event  string `json:"event"`
+	Signal string `json:"signal"`
+	Number int    `json:"number"`
+	Source string `json:"source"`
+}
+
+type drainTimeoutRecord struct {
+	Event     string   `json:"event"`
+	TimeoutNS int64    `json:"timeout_ns"`
+	Open      []string `json:"open"`
+}
+
+type exitStatus struct {
+	Kind       string `json:"kind"` // "code" or "signal"
+	Value      int    `json:"value"`
+	Name       string `json:"name,omitempty"` // signal name, "KILL"
+	CoreDumped bool   `json:"core_dumped,omitempty"`
+}
+
+type exitedRecord struct {
+	Event       string     `json:"event"`
+	Status      exitStatus `json:"status"`
+	ExitCode    int        `json:"exit_code"`
+	WallNS      int64      `json:"wall_ns"`
+	UserNS      int64      `json:"user_ns"`
+	SysNS       int64      `json:"sys_ns"`
+	MaxRSSBytes int64      `json:"max_rss_bytes"`
+}
+
+// marshalRecord encodes v as one JSON value without a trailing newline and
+// without HTML escaping, in a fresh slice the caller may hand to SubmitBytes.
+func marshalRecord(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only plain strings, ints and bools are encoded: cannot happen.
+		panic("proc: encode lifecycle record: " + err.Error())
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// SignalName returns the name of sig without the "SIG" prefix ("TERM",
+// "KILL"), as lifecycle records spell it, or "" for an unknown number.
+func SignalName(sig syscall.Signal) string {
+	return strings.TrimPrefix(unix.SignalName(sig), "SIG")
+}

@@ -1,0 +1,665 @@
+package proc
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+)
+
+// Producer is the part of frames.Producer that proc uses: a channel
+// registry and a non-blocking submit. Run calls RegisterChannel from its own
+// goroutine only, and SubmitBytes from up to three goroutines at once (one
+// per output channel, plus Run's for lifecycle records), so SubmitBytes must
+// be safe for concurrent use.
+type Producer interface {
+	// RegisterChannel declares a channel and returns its stream-local id.
+	RegisterChannel(name string, content frames.ChannelContent) (frames.ChannelID, error)
+	// SubmitBytes queues one frame. It takes ownership of payload and never
+	// blocks; false means the frame was dropped (queue full).
+	SubmitBytes(ch frames.ChannelID, payload []byte) bool
+}
+
+// Defaults applied by [Run] to zero Options fields.
+const (
+	// DefaultGrace is the time between TERM and KILL.
+	DefaultGrace = 10 * time.Second
+	// DefaultIdleFlush is how long a partial line waits for more bytes
+	// before it is submitted as a frame of its own: half the CLI's 100 ms
+	// drain tick, so a prompt or progress bar shows up within one tick.
+	DefaultIdleFlush = 50 * time.Millisecond
+	// DefaultMaxFrameSize is the largest text frame in bytes (64 KiB).
+	DefaultMaxFrameSize = 64 << 10
+	// DefaultDrainTimeout bounds the wait for the output pipes after the
+	// child has exited.
+	DefaultDrainTimeout = 2 * time.Second
+)
+
+// TTYSignalMode says what happens, in non-PTY mode, to INT, QUIT and WINCH
+// received on Options.Signals. The child then shares ds's process group, so
+// when ds is in the foreground of its controlling terminal these signals,
+// typed (^C, ^\) or sent on a resize, reach the child from the kernel
+// directly; forwarding them as well would deliver them twice.
+type TTYSignalMode int
+
+const (
+	// TTYSignalsAuto forwards them unless ds is in the foreground process
+	// group of its controlling terminal (checked once, at start).
+	TTYSignalsAuto TTYSignalMode = iota
+	// TTYSignalsForward always forwards them (for example when they are
+	// known to come from kill(1)).
+	TTYSignalsForward
+	// TTYSignalsTerminal never forwards them: they are assumed to have come
+	// from the terminal. They are still recorded, with source "terminal".
+	TTYSignalsTerminal
+)
+
+// Options configures [Run]. Zero values select the documented defaults.
+type Options struct {
+	// Argv is the command and its arguments; Argv[0] is looked up in PATH
+	// (the PATH of Env when Env is set) unless it contains a '/'.
+	Argv []string
+	// Dir is the child's working directory; "" means ds's.
+	Dir string
+	// Env is the child's environment; nil means ds's (os.Environ).
+	Env []string
+	// Label names the channels, proc.<label>.*; it is cleaned with
+	// [CleanLabel]. "" means [LabelFromCommand] of Argv[0].
+	Label string
+
+	// Stdin is the child's standard input. An *os.File is handed to the
+	// child itself (so it sees the terminal, or a file it can seek); any
+	// other reader is copied through a pipe; nil means /dev/null. In PTY
+	// mode, a terminal Stdin is put in raw mode and copied to the pty
+	// instead (see the package doc).
+	Stdin io.Reader
+	// Stdout and Stderr receive the child's output as soon as it is read
+	// (pass-through); nil discards it (ds wrap -q). In PTY mode both
+	// streams arrive merged on Stdout. A writer shared by both is called
+	// from one goroutine at a time.
+	Stdout, Stderr io.Writer
+
+	// Producer receives the channel registrations and frames. Required.
+	Producer Producer
+
+	// PTY runs the child on a pseudo-terminal (ds wrap --pty).
+	PTY bool
+	// Grace is the time a child has to exit after TERM (forwarded or sent
+	// on cancellation) before it is sent KILL. 0 means DefaultGrace.
+	Grace time.Duration
+	// IdleFlush is how long a partial line waits before it is flushed as a
+	// frame. 0 means DefaultIdleFlush; negative disables the idle flush.
+	IdleFlush time.Duration
+	// MaxFrameSize is the largest text frame, in bytes. It also bounds the
+	// bytes held per channel. 0 means DefaultMaxFrameSize.
+	MaxFrameSize int
+	// DrainTimeout bounds the wait for the output pipes to close after the
+	// child exited (a background grandchild may hold them). 0 means
+	// DefaultDrainTimeout.
+	DrainTimeout time.Duration
+
+	// Signals carries the signals ds received (signal.Notify in the CLI).
+	// INT, TERM, HUP, QUIT, USR1, USR2 and WINCH are forwarded to the
+	// child; other signals are ignored. nil means none.
+	Signals <-chan os.Signal
+	// TTYSignals decides about INT, QUIT and WINCH in non-PTY mode.
+	TTYSignals TTYSignalMode
+}
+
+func (o *Options) setDefaults() {
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.IdleFlush == 0 {
+		o.IdleFlush = DefaultIdleFlush
+	}
+	if o.MaxFrameSize <= 0 {
+		o.MaxFrameSize = DefaultMaxFrameSize
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
+}
+
+// Result describes a finished (or never started) child.
+type Result struct {
+	// Label is the cleaned label used in the channel names.
+	Label string
+	// PID is the child's process id; 0 if it never started.
+	PID int
+	// ExitCode is the status ds wrap exits with (DESIGN.md §5): the
+	// child's exit code; 128+N when signal N killed it (KILL → 137,
+	// SEGV → 139); ExitNotFound (127) or ExitCannotExecute (126) when it
+	// could not be started; ExitFailure (1) when ds failed first.
+	ExitCode int
+	// Signal is the signal that killed the child, 0 if it exited.
+	Signal syscall.Signal
+	// CoreDumped reports that the killing signal dumped core.
+	CoreDumped bool
+	// Wall is the time from start to exit; User and Sys are the CPU times
+	// of the child and of the descendants it waited for (getrusage).
+	Wall, User, Sys time.Duration
+	// MaxRSSBytes is the largest resident set size of the child or of a
+	// descendant it waited for, in bytes.
+	MaxRSSBytes int64
+	// DrainTimedOut reports that an output pipe was still open
+	// DrainTimeout after the child exited, and capture stopped there.
+	DrainTimedOut bool
+	// Stdout, Stderr and Lifecycle count the frames of each channel.
+	Stdout, Stderr, Lifecycle ChannelStats
+}
+
+// Run starts the command of opts, supervises it until it exits and its
+// output is drained, and returns its result. It blocks; the caller drains
+// the producer meanwhile (ds wrap ticks its endpoint every 100 ms).
+//
+// Run registers proc.<label>.stdout and .stderr (frames.TextStream; stderr
+// not in PTY mode) and proc.<label>.lifecycle
+// (frames.JSONRecord(LifecycleSchema)), then submits a started record, the
+// output frames, signal records as they happen, and finally an exited
+// record, which is always the last submission.
+//
+// Cancelling ctx asks the child to stop: TERM, then KILL after Grace; Run
+// still returns only once the child has exited. Run never prints, never
+// exits the process and never closes Stdin, Stdout or Stderr. It does not
+// wait for a copy from a non-*os.File Stdin to end: that goroutine ends when
+// its Read returns.
+//
+// The error is nil when the child ran, whatever its status. When the child
+// could not be started the error is a *StartError and a spawn_failed record
+// was submitted; other errors (ErrNoCommand, ErrNoProducer, a label or
+// registration error, a pipe or pty failure) come with ExitCode
+// ExitFailure. Run may be called concurrently for different children.
+func Run(ctx context.Context, opts Options) (Result, error) {
+	o := opts
+	o.setDefaults()
+	res := Result{ExitCode: ExitFailure}
+	if len(o.Argv) == 0 {
+		return res, ErrNoCommand
+	}
+	if o.Producer == nil {
+		return res, ErrNoProducer
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	var err error
+	if o.Label == "" {
+		res.Label, err = LabelFromCommand(o.Argv[0])
+	} else {
+		res.Label, err = CleanLabel(o.Label)
+	}
+	if err != nil {
+		return res, err
+	}
+	s := &supervisor{o: &o, res: &res}
+	if err := s.register(); err != nil {
+		return res, err
+	}
+	if err := s.start(); err != nil {
+		return res, err
+	}
+	s.supervise(ctx)
+	return res, nil
+}
+
+// supervisor holds the state of one Run.
+type supervisor struct {
+	o   *Options
+	res *Result
+
+	stdoutID, stderrID, lifecycleID frames.ChannelID
+
+	cwd       string
+	proc      *os.Process
+	startTime time.Time
+	caps      []*capture
+	master    *os.File // PTY mode
+	winTerm   *os.File // terminal whose size the pty copies; nil if none
+	restore   func()   // restores a raw terminal; nil if none
+	input     *inputCopier
+	stdinW    *os.File // write end of the stdin pipe, for a non-file Stdin
+	closeOnce sync.Once
+	ttySkip   bool // INT, QUIT, WINCH arrive from the terminal: do not forward
+	killed    bool // KILL sent
+	exited    bool
+}
+
+func (s *supervisor) register() error {
+	p := s.o.Producer
+	prefix := "proc." + s.res.Label + "."
+	var err error
+	if s.stdoutID, err = p.RegisterChannel(prefix+"stdout", frames.TextStream()); err != nil {
+		return fmt.Errorf("proc: register channel: %w", err)
+	}
+	if !s.o.PTY {
+		if s.stderrID, err = p.RegisterChannel(prefix+"stderr", frames.TextStream()); err != nil {
+			return fmt.Errorf("proc: register channel: %w", err)
+		}
+	}
+	if s.lifecycleID, err = p.RegisterChannel(prefix+"lifecycle", frames.JSONRecord(LifecycleSchema)); err != nil {
+		return fmt.Errorf("proc: register channel: %w", err)
+	}
+	s.res.Stdout.ID = s.stdoutID
+	s.res.Stderr.ID = s.stderrID
+	s.res.Lifecycle.ID = s.lifecycleID
+	return nil
+}
+
+func (s *supervisor) record(v any) {
+	s.res.Lifecycle.submit(s.o.Producer, marshalRecord(v))
+}
+
+// start creates the child's files, starts it and the capture goroutines,
+// and records started or spawn_failed.
+func (s *supervisor) start() (err error) {
+	o := s.o
+	s.cwd = o.Dir
+	if s.cwd == "" {
+		s.cwd, _ = os.Getwd()
+	} else if abs, aerr := filepath.Abs(s.cwd); aerr == nil {
+		s.cwd = abs
+	}
+	// closeAfter holds the child's ends of pipes and the pty slave: ds's
+	// copies must be closed once the child has them, or EOF never comes.
+	var closeAfter []*os.File
+	defer func() {
+		for _, f := range closeAfter {
+			f.Close()
+		}
+	}()
+	fail := func(err error) error {
+		s.failed(err, ExitFailure)
+		s.closeParentEnds()
+		return err
+	}
+
+	if o.Dir != "" {
+		if fi, serr := os.Stat(o.Dir); serr != nil || !fi.IsDir() {
+			if serr == nil {
+				serr = &os.PathError{Op: "chdir", Path: o.Dir, Err: syscall.ENOTDIR}
+			} else if pe, ok := serr.(*os.PathError); ok {
+				pe.Op = "chdir"
+			}
+			s.failed(serr, ExitCannotExecute)
+			return &StartError{Argv: o.Argv, ExitCode: ExitCannotExecute, Err: serr}
+		}
+	}
+	path, lerr := lookPath(o.Argv[0], pathFromEnv(o.Env))
+	if lerr != nil {
+		cerr, code := classifyStartError(lerr, o.Argv[0], o.Dir)
+		s.failed(cerr, code)
+		return &StartError{Argv: o.Argv, ExitCode: code, Err: cerr}
+	}
+
+	// Standard input.
+	var stdin *os.File
+	inTerm, stdinIsTerm := terminalFile(o.Stdin)
+	switch in := o.Stdin.(type) {
+	case nil:
+	case *os.File:
+		if in != nil && !(o.PTY && stdinIsTerm) {
+			stdin = in
+		}
+	default:
+		r, w, perr := os.Pipe()
+		if perr != nil {
+			return fail(fmt.Errorf("proc: stdin pipe: %w", perr))
+		}
+		closeAfter = append(closeAfter, r)
+		stdin, s.stdinW = r, w
+	}
+
+	attr := &os.ProcAttr{Dir: o.Dir, Env: o.Env, Sys: &syscall.SysProcAttr{}}
+	var stdoutW, stderrW *os.File
+	if o.PTY {
+		master, slave, perr := openPTY()
+		if perr != nil {
+			return fail(fmt.Errorf("proc: open pty: %w", perr))
+		}
+		s.master = master
+		closeAfter = append(closeAfter, slave)
+		stdoutW, stderrW = slave, slave
+		if stdinIsTerm {
+			stdin = slave
+		}
+		// The size comes from the real terminal when there is one.
+		if outTerm, ok := terminalFile(o.Stdout); stdinIsTerm {
+			s.winTerm = inTerm
+		} else if ok {
+			s.winTerm = outTerm
+		}
+		_ = copyWinsize(master, s.winTerm)
+		// A new session with the pty as controlling terminal (child fd 1).
+		attr.Sys.Setsid = true
+		attr.Sys.Setctty = true
+		attr.Sys.Ctty = 1
+	} else {
+		or, ow, perr := os.Pipe()
+		if perr != nil {
+			return fail(fmt.Errorf("proc: stdout pipe: %w", perr))
+		}
+		er, ew, perr := os.Pipe()
+		if perr != nil {
+			or.Close()
+			ow.Close()
+			return fail(fmt.Errorf("proc: stderr pipe: %w", perr))
+		}
+		growPipe(or)
+		growPipe(er)
+		closeAfter = append(closeAfter, ow, ew)
+		stdoutW, stderrW = ow, ew
+		// The capture ends, closed after the captures finish.
+		var mu *sync.Mutex
+		_, f1 := o.Stdout.(*os.File)
+		_, f2 := o.Stderr.(*os.File)
+		if !(f1 && f2) {
+			mu = new(sync.Mutex)
+		}
+		s.caps = []*capture{
+			newCapture("stdout", or, o.Stdout, mu, o.Producer, s.stdoutID, o),
+			newCapture("stderr", er, o.Stderr, mu, o.Producer, s.stderrID, o),
+		}
+		switch o.TTYSignals {
+		case TTYSignalsAuto:
+			s.ttySkip = inTerminalForeground()
+		case TTYSignalsTerminal:
+			s.ttySkip = true
+		}
+	}
+	if stdin == nil {
+		devnull, derr := os.Open(os.DevNull)
+		if derr != nil {
+			return fail(fmt.Errorf("proc: %w", derr))
+		}
+		closeAfter = append(closeAfter, devnull)
+		stdin = devnull
+	}
+	attr.Files = []*os.File{stdin, stdoutW, stderrW}
+
+	// Raw mode before the child starts, so that it never sees the cooked
+	// terminal mid-way.
+	if o.PTY && stdinIsTerm {
+		restore, rerr := makeRaw(inTerm)
+		if rerr != nil {
+			return fail(fmt.Errorf("proc: terminal raw mode: %w", rerr))
+		}
+		s.restore = restore
+	}
+
+	s.startTime = time.Now()
+	p, serr := os.StartProcess(path, o.Argv, attr)
+	if serr != nil {
+		cerr, code := classifyStartError(serr, path, o.Dir)
+		s.failed(cerr, code)
+		s.closeParentEnds()
+		return &StartError{Argv: o.Argv, ExitCode: code, Err: cerr}
+	}
+	s.proc = p
+	s.res.PID = p.Pid
+	s.record(startedRecord{
+		Event: EventStarted, PID: p.Pid, Argv: o.Argv, Path: path, Cwd: s.cwd,
+		Label: s.res.Label, PTY: o.PTY, MergedOutput: o.PTY,
+	})
+
+	if o.PTY {
+		s.caps = []*capture{newCapture("stdout", s.master, o.Stdout, nil, o.Producer, s.stdoutID, o)}
+		if stdinIsTerm {
+			if c, ierr := startInputCopy(inTerm, s.master); ierr == nil {
+				s.input = c
+			}
+		}
+	}
+	for _, c := range s.caps {
+		go c.run()
+	}
+	if s.stdinW != nil {
+		go func() {
+			_, _ = io.Copy(s.stdinW, o.Stdin)
+			s.closeStdin()
+		}()
+	}
+	return nil
+}
+
+// growPipe asks for a bigger pipe buffer; best effort.
+func growPipe(f *os.File) {
+	_ = withFD(f, func(fd int) error {
+		_, err := unix.FcntlInt(uintptr(fd), unix.F_SETPIPE_SZ, pipeBufferSize)
+		return err
+	})
+}
+
+// failed records spawn_failed.
+func (s *supervisor) failed(err error, code int) {
+	s.res.ExitCode = code
+	s.record(spawnFailedRecord{Event: EventSpawnFailed, Error: err.Error(), Argv: s.o.Argv, Cwd: s.cwd, ExitCode: code})
+}
+
+// closeParentEnds releases what start created for a child that never ran.
+func (s *supervisor) closeParentEnds() {
+	for _, c := range s.caps {
+		c.f.Close()
+	}
+	s.caps = nil
+	if s.master != nil {
+		s.master.Close()
+	}
+	if s.restore != nil {
+		s.restore()
+	}
+	s.closeStdin()
+}
+
+func (s *supervisor) closeStdin() {
+	if s.stdinW != nil {
+		s.closeOnce.Do(func() { s.stdinW.Close() })
+	}
+}
+
+type waitResult struct {
+	state *os.ProcessState
+	err   error
+}
+
+// supervise forwards signals until the child exits, drains its output and
+// records exited.
+func (s *supervisor) supervise(ctx context.Context) {
+	waitc := make(chan waitResult, 1)
+	go func() {
+		st, err := s.proc.Wait()
+		waitc <- waitResult{st, err}
+	}()
+
+	var grace *time.Timer
+	var graceC <-chan time.Time
+	startGrace := func() {
+		if grace == nil {
+			grace = time.NewTimer(s.o.Grace)
+			graceC = grace.C
+		}
+	}
+	done := ctx.Done()
+	ints := 0
+	var w waitResult
+loop:
+	for {
+		select {
+		case w = <-waitc:
+			break loop
+		case sig := <-s.o.Signals:
+			ss, ok := sig.(syscall.Signal)
+			if !ok {
+				continue
+			}
+			switch ss {
+			case syscall.SIGINT:
+				ints++
+				s.forward(ss)
+				if ints >= 2 {
+					s.kill()
+				}
+			case syscall.SIGTERM:
+				s.forward(ss)
+				startGrace()
+			case syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH:
+				s.forward(ss)
+			}
+		case <-done:
+			done = nil
+			s.signal(syscall.SIGTERM, SourceCancel)
+			startGrace()
+		case <-graceC:
+			graceC = nil
+			s.kill()
+		}
+	}
+	s.exited = true
+	if grace != nil {
+		grace.Stop()
+	}
+	s.res.Wall = time.Since(s.startTime)
+	s.finishCapture()
+	s.exitStatus(w)
+	s.record(exitedRecord{
+		Event:    EventExited,
+		Status:   s.status(),
+		ExitCode: s.res.ExitCode,
+		WallNS:   s.res.Wall.Nanoseconds(), UserNS: s.res.User.Nanoseconds(), SysNS: s.res.Sys.Nanoseconds(),
+		MaxRSSBytes: s.res.MaxRSSBytes,
+	})
+}
+
+// forward handles a signal ds received.
+func (s *supervisor) forward(sig syscall.Signal) {
+	if s.o.PTY {
+		if sig == syscall.SIGWINCH && s.winTerm != nil {
+			// Resizing makes the kernel signal the pty's foreground group.
+			_ = copyWinsize(s.master, s.winTerm)
+			s.record(signalRecord{Event: EventSignal, Signal: SignalName(sig), Number: int(sig), Source: SourceForwarded})
+			return
+		}
+	} else if s.ttySkip && (sig == syscall.SIGINT || sig == syscall.SIGQUIT || sig == syscall.SIGWINCH) {
+		s.record(signalRecord{Event: EventSignal, Signal: SignalName(sig), Number: int(sig), Source: SourceTerminal})
+		return
+	}
+	s.signal(sig, SourceForwarded)
+}
+
+// kill sends KILL once.
+func (s *supervisor) kill() {
+	if !s.killed {
+		s.killed = true
+		s.signal(syscall.SIGKILL, SourceEscalation)
+	}
+}
+
+// signal sends sig to the child (its process group in PTY mode) and records
+// it. A child that is already gone is not recorded.
+func (s *supervisor) signal(sig syscall.Signal, source string) {
+	var err error
+	if s.o.PTY {
+		// The child leads its own session and process group: signal the
+		// whole job, as the terminal would.
+		err = unix.Kill(-s.proc.Pid, sig)
+	} else {
+		// The child shares ds's process group: signal it alone. os.Process
+		// uses a pidfd, so a reused pid is never hit.
+		err = s.proc.Signal(sig)
+	}
+	if err != nil {
+		return
+	}
+	s.record(signalRecord{Event: EventSignal, Signal: SignalName(sig), Number: int(sig), Source: source})
+}
+
+// finishCapture waits for the captures to reach EOF, at most DrainTimeout,
+// then stops them, releases the pty, the terminal and stdin, and records
+// drain_timeout if it came to that.
+func (s *supervisor) finishCapture() {
+	t := time.NewTimer(s.o.DrainTimeout)
+	defer t.Stop()
+	timedOut := false
+	for _, c := range s.caps {
+		if timedOut {
+			break
+		}
+		select {
+		case <-c.done:
+		case <-t.C:
+			timedOut = true
+		}
+	}
+	var open []string
+	if timedOut {
+		for _, c := range s.caps {
+			select {
+			case <-c.done:
+			default:
+				open = append(open, c.name)
+				c.stopReading()
+			}
+		}
+	}
+	for _, c := range s.caps {
+		<-c.done
+		c.f.Close()
+	}
+	if s.input != nil {
+		s.input.stop()
+	}
+	if s.restore != nil {
+		s.restore()
+	}
+	s.closeStdin()
+	for _, c := range s.caps {
+		switch c.name {
+		case "stdout":
+			s.res.Stdout = c.stats
+		case "stderr":
+			s.res.Stderr = c.stats
+		}
+	}
+	if timedOut {
+		s.res.DrainTimedOut = true
+		s.record(drainTimeoutRecord{Event: EventDrainTimeout, TimeoutNS: s.o.DrainTimeout.Nanoseconds(), Open: open})
+	}
+}
+
+// exitStatus fills the status fields of the result from the wait.
+func (s *supervisor) exitStatus(w waitResult) {
+	r := s.res
+	if w.err != nil || w.state == nil {
+		r.ExitCode = ExitFailure
+		return
+	}
+	ws, _ := w.state.Sys().(syscall.WaitStatus)
+	switch {
+	case ws.Signaled():
+		r.Signal = ws.Signal()
+		r.CoreDumped = ws.CoreDump()
+		r.ExitCode = 128 + int(r.Signal)
+	default:
+		r.ExitCode = w.state.ExitCode()
+	}
+	if ru, ok := w.state.SysUsage().(*syscall.Rusage); ok && ru != nil {
+		r.User = time.Duration(ru.Utime.Nano())
+		r.Sys = time.Duration(ru.Stime.Nano())
+		r.MaxRSSBytes = int64(ru.Maxrss) * 1024 // KiB on Linux
+	}
+}
+
+func (s *supervisor) status() exitStatus {
+	if s.res.Signal != 0 {
+		return exitStatus{Kind: "signal", Value: int(s.res.Signal), Name: SignalName(s.res.Signal), CoreDumped: s.res.CoreDumped}
+	}
+	return exitStatus{Kind: "code", Value: s.res.ExitCode}
+}
