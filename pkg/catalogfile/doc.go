@@ -70,7 +70,9 @@
 // fields are ignored, a missing "version" means 1, a missing "origin" means
 // RemoteNode, a missing "label" means null, a missing "content" means
 // Bytes, a missing channel "stream" means the enclosing entry's stream, and
-// a missing "source" means the source given to [Read]. A stream entry needs
+// a missing or empty "source" means the source given to [Read]. A null is
+// read as a missing field, except that "origin": null marks an undeclared
+// stream. A stream entry needs
 // "stream"; a channel entry needs "id" (not 0) and "name" (not empty).
 //
 // # Errors
@@ -81,6 +83,9 @@
 // [ErrTooLarge] a file over [MaxFileSize], [ErrInvalid] a descriptor that
 // cannot be held (channel id 0, empty name, unknown content or origin), and
 // [*ConflictError] (which matches [ErrConflict]) two descriptors that
-// disagree. Errors from [Read] end with the location in the file, such as
-// "(at streams[0].channels[2])"; [ReadFile] adds the path.
+// disagree. Errors from [Read] locate the problem: [ErrFormat] errors give
+// the line and column of bad JSON or the path of the bad field (such as
+// "streams[0].channels[2].id"), and the other errors end with the entry's
+// path (such as "(at streams[0].channels[2])"). [ReadFile] adds the file
+// name: "(in store/catalog.json)".
 package catalogfile

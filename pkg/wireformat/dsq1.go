@@ -13,43 +13,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/frames"
 )
 
-// The DSQ1 catalog-aware transport stream is the byte stream of the seed
-// system's QUIC adapter (seed 000 §6.4, CONFORMANCE.md §4). ds reads it to
-// import captures of the original system; ds's own captures use DSS. All
-// integers are little-endian.
-//
-// Header:
-//
-//	offset      size  type    field
-//	0           4     bytes   magic "DSQ1" (44 53 51 31)
-//	4           16    bytes   flow id
-//	20          2     u16     token length T
-//	22          T     bytes   token
-//	22+T        4     u32     stream descriptor length J (at most MaxDSQ1JSONSize)
-//	26+T        J     JSON    frames.StreamDescriptor
-//	26+T+J      4     u32     channel list length K (at most MaxDSQ1JSONSize)
-//	30+T+J      K     JSON    array of frames.ChannelDescriptor
-//
-// Then records until the end of the stream, each a u32 body length L
-// (1 ≤ L ≤ MaxDSQ1RecordSize) followed by L bytes of body. The first body
-// byte is a tag:
-//
-//	tag  record           rest of the body (L−1 bytes)
-//	01   ChannelDeclared  JSON frames.ChannelDescriptor (at most MaxDSQ1JSONSize)
-//	02   Frame            u32 channel id, u64 position, u32 payload length P,
-//	                      P payload bytes; L is exactly 17+P
-//	03   StreamEnded      nothing; L is exactly 1
-//
-// There is no StreamDeclared record: the header carries the stream
-// descriptor. The frame (channel 1, position 0, "alpha") is the record
-//
-//	16 00 00 00 02 01 00 00 00 00 00 00 00 00 00 00
-//	00 05 00 00 00 61 6C 70 68 61
-//
-// ds reads the format more strictly than the original: a stream that ends
-// inside a length prefix or a record is truncated, never a clean end; every
-// descriptor must name the header's stream; a record with bytes beyond its
-// fields is an error.
+// Limits and magic of the DSQ1 stream; see [DSQ1Reader] for its layout.
 const (
 	// DSQ1Magic is the first four bytes of a DSQ1 stream.
 	DSQ1Magic = "DSQ1"
@@ -112,9 +76,48 @@ var (
 	ErrDSQ1Event = errors.New("wireformat: event has no dsq1 record")
 )
 
-// DSQ1Reader decodes a DSQ1 stream (see the layout above; CONFORMANCE.md §4)
-// into [frames.Event] values. [NewDSQ1Reader] reads and checks the header;
-// [DSQ1Reader.Next] returns one event per record.
+// DSQ1Reader decodes a DSQ1 stream into [frames.Event] values.
+// [NewDSQ1Reader] reads and checks the header; [DSQ1Reader.Next] returns one
+// event per record.
+//
+// The DSQ1 catalog-aware transport stream is the byte stream of the seed
+// system's QUIC adapter (seed 000 §6.4, CONFORMANCE.md §4). ds reads it to
+// import captures of the original system; ds's own captures use DSS. All
+// integers are little-endian.
+//
+// Header:
+//
+//	offset      size  type    field
+//	0           4     bytes   magic "DSQ1" (44 53 51 31)
+//	4           16    bytes   flow id
+//	20          2     u16     token length T
+//	22          T     bytes   token
+//	22+T        4     u32     stream descriptor length J (at most MaxDSQ1JSONSize)
+//	26+T        J     JSON    frames.StreamDescriptor
+//	26+T+J      4     u32     channel list length K (at most MaxDSQ1JSONSize)
+//	30+T+J      K     JSON    array of frames.ChannelDescriptor
+//
+// Then records until the end of the stream, each a u32 body length L
+// (1 ≤ L ≤ MaxDSQ1RecordSize) followed by L bytes of body. The first body
+// byte is a tag:
+//
+//	tag  record           rest of the body (L−1 bytes)
+//	01   ChannelDeclared  JSON frames.ChannelDescriptor (at most MaxDSQ1JSONSize)
+//	02   Frame            u32 channel id, u64 position, u32 payload length P,
+//	                      P payload bytes; L is exactly 17+P
+//	03   StreamEnded      nothing; L is exactly 1
+//
+// There is no StreamDeclared record: the header carries the stream
+// descriptor. Any other tag is an error, as in the original: unlike DSS,
+// DSQ1 has no reserved tags to skip. The frame (channel 1, position 0, "alpha") is the record
+//
+//	16 00 00 00 02 01 00 00 00 00 00 00 00 00 00 00
+//	00 05 00 00 00 61 6C 70 68 61
+//
+// ds reads the format more strictly than the original: a stream that ends
+// inside a length prefix or a record is truncated, never a clean end; every
+// descriptor must name the header's stream; a record with bytes beyond its
+// fields is an error.
 //
 // The header fields are set by NewDSQ1Reader and never changed by the
 // reader; changing them does not change what Next returns. A DSQ1Reader is
@@ -373,7 +376,7 @@ func (r *DSQ1Reader) readN(n int) ([]byte, error) {
 	return b, nil
 }
 
-// AppendDSQ1Header appends a DSQ1 header (see the layout above) to dst and
+// AppendDSQ1Header appends a DSQ1 header (see [DSQ1Reader] for the layout) to dst and
 // returns the extended slice. Channels are written in the order given; a nil
 // channels is written as the empty array.
 //
@@ -414,7 +417,7 @@ func AppendDSQ1Header(dst []byte, flowID [16]byte, token []byte, desc frames.Str
 	return append(out, channelsJSON...), nil
 }
 
-// AppendDSQ1Record appends the DSQ1 record of ev (see the layout above) to
+// AppendDSQ1Record appends the DSQ1 record of ev (see [DSQ1Reader] for the layout) to
 // dst and returns the extended slice:
 //   - EventChannelDeclared: a ChannelDeclared record with ev.Channel as JSON;
 //   - EventFrame: a Frame record of ev.Frame's channel id, position and

@@ -11,6 +11,22 @@ import (
 	"github.com/ds-telemetry/ds/pkg/frames"
 )
 
+// legacyFixedSize is the size of the envelope without node and payload.
+const legacyFixedSize = 4 + 8 + 8 + 4 + 4
+
+var (
+	// ErrLegacyTrailingBytes is returned by [DecodeLegacyDelivery] when bytes
+	// follow a complete envelope.
+	ErrLegacyTrailingBytes = errors.New("wireformat: trailing bytes after legacy delivery envelope")
+
+	// ErrLegacyNodeUTF8 is returned by [DecodeLegacyDelivery] when the node
+	// name is not valid UTF-8.
+	ErrLegacyNodeUTF8 = errors.New("wireformat: legacy delivery node is not valid UTF-8")
+)
+
+// DecodeLegacyDelivery decodes b, which must hold exactly one legacy delivery
+// envelope.
+//
 // The legacy delivery envelope is the seed system's encoding of one
 // [frames.Delivery] (seed 000 §6.4, CONFORMANCE.md §4). It has no magic, no
 // version and no outer length: one envelope is exactly one byte slice. All
@@ -30,20 +46,6 @@ import (
 //
 //	02 00 00 00 6E 31 07 00 00 00 00 00 00 00 02 00
 //	00 00 00 00 00 00 03 00 00 00 02 00 00 00 68 69
-const legacyFixedSize = 4 + 8 + 8 + 4 + 4
-
-var (
-	// ErrLegacyTrailingBytes is returned by [DecodeLegacyDelivery] when bytes
-	// follow a complete envelope.
-	ErrLegacyTrailingBytes = errors.New("wireformat: trailing bytes after legacy delivery envelope")
-
-	// ErrLegacyNodeUTF8 is returned by [DecodeLegacyDelivery] when the node
-	// name is not valid UTF-8.
-	ErrLegacyNodeUTF8 = errors.New("wireformat: legacy delivery node is not valid UTF-8")
-)
-
-// DecodeLegacyDelivery decodes b, which must hold exactly one legacy delivery
-// envelope (see the layout above; CONFORMANCE.md §4).
 //
 // An envelope cut short anywhere, including a length that claims more bytes
 // than b holds, yields an error wrapping [io.ErrUnexpectedEOF]; a length is
@@ -91,7 +93,7 @@ func legacyTruncated(field string) error {
 }
 
 // AppendLegacyDelivery appends the legacy delivery envelope of d to dst and
-// returns the extended slice (see the layout above; CONFORMANCE.md §4). It
+// returns the extended slice (see [DecodeLegacyDelivery] for the layout). It
 // is the exact inverse of [DecodeLegacyDelivery] for every delivery whose
 // node is valid UTF-8; it does not validate the node itself.
 //
