@@ -32,11 +32,12 @@ var allowed = map[string][]string{
 	"proc":        {"pkg/frames", "github.com/creack/pty", "golang.org/x/sys"},
 }
 
-// forbiddenStd lists standard packages a package may not import: frames is
+// forbiddenStd lists standard packages (and everything below them) a
+// package may not import: frames is
 // the pure vocabulary and live pipe (no files, no flags, no processes), and
 // only hostprobe and proc start processes.
 var forbiddenStd = map[string][]string{
-	"frames":      {"os", "os/exec", "os/signal", "flag", "net", "syscall"},
+	"frames":      {"os", "flag", "net", "syscall", "path/filepath", "io/fs"},
 	"wireformat":  {"os", "os/exec", "flag", "net"},
 	"catalogfile": {"os/exec", "flag", "net"},
 	"segments":    {"os/exec", "flag"},
@@ -84,7 +85,7 @@ func TestImportDirection(t *testing.T) {
 				}
 			default:
 				for _, bad := range forbiddenStd[pkg] {
-					if p == bad {
+					if p == bad || strings.HasPrefix(p, bad+"/") {
 						t.Errorf("%s imports %s: forbidden in pkg/%s", path, p, pkg)
 					}
 				}

@@ -51,8 +51,9 @@ func BenchmarkMux(b *testing.B) {
 		})
 		close(stop)
 		drained.Wait()
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "frames/s")
-		b.ReportMetric(float64(m.Dropped()), "dropped")
+		accepted := float64(b.N) - float64(m.Dropped())
+		b.ReportMetric(accepted/b.Elapsed().Seconds(), "accepted-frames/s")
+		b.ReportMetric(float64(m.Dropped())/float64(b.N), "dropped/op")
 	})
 }
 

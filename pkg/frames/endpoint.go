@@ -12,6 +12,11 @@ import (
 // asks for 0 (CONFORMANCE §2 uses 8 for its scenarios; ds uses more).
 const DefaultSubscriberCapacity = 1024
 
+// MaxSubscriberCapacity bounds a subscriber's data queue, in events;
+// larger requests are clamped. The queue is allocated up front at about 112
+// bytes per event.
+const MaxSubscriberCapacity = MaxMuxCapacity + 1<<16
+
 // ErrEnded is returned by registration on an endpoint whose stream has ended.
 var ErrEnded = errors.New("frames: stream has ended")
 
@@ -174,8 +179,12 @@ func (e *Endpoint) removeClosed() {
 // End marks the stream ended: pending submissions are ticked out first, then
 // every subscriber receives a StreamEnded event (spec §2.5) and, once its
 // queues are empty, io.EOF. Later registrations fail with [ErrEnded] and
-// later submissions are dropped. End is idempotent.
+// later submissions return false and count as mux_dropped. End is
+// idempotent.
 func (e *Endpoint) End() TickReport {
+	// Close first: every submission accepted before it is drained below,
+	// and every later one is refused and counted, so none is lost silently.
+	e.mux.Close()
 	rep := e.Tick()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -203,7 +212,7 @@ type SubscriberOptions struct {
 	// Name identifies the subscriber in health records.
 	Name string
 	// Capacity bounds the data queue in events; 0 means
-	// DefaultSubscriberCapacity. A subscriber that must never drop (such as
+	// DefaultSubscriberCapacity. It is clamped to MaxSubscriberCapacity. A subscriber that must never drop (such as
 	// a capture writer that empties its queue after every tick) asks for at
 	// least the mux capacity.
 	Capacity int
@@ -219,6 +228,7 @@ func (e *Endpoint) Subscribe(req SubscriptionRequest, opts SubscriberOptions) *S
 	if capacity <= 0 {
 		capacity = DefaultSubscriberCapacity
 	}
+	capacity = min(capacity, MaxSubscriberCapacity)
 	s := &Subscription{name: opts.Name, req: req, buf: make([]Event, capacity), notify: make(chan struct{}, 1)}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -481,11 +491,16 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 		s.mu.Lock()
 		ev, ok := s.pop()
 		closed := s.closed
+		more := s.n > 0 || len(s.control) > 0
 		s.mu.Unlock()
 		if ok {
+			if more {
+				s.wake() // pass the wake-up on to another waiter
+			}
 			return ev, nil
 		}
 		if closed {
+			s.wake() // every waiter must see the end
 			return Event{}, io.EOF
 		}
 		select {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -556,5 +557,84 @@ func TestSubmitHealthRecord(t *testing.T) {
 	want := Health{Assigned: 1, Drained: 1, Subscribers: []SubscriberHealth{{"w", 0}}}
 	if diff := cmp.Diff(want, h); diff != "" {
 		t.Fatalf("health (-want +got):\n%s", diff)
+	}
+}
+
+// End refuses later submissions, so an accepted frame is never lost
+// silently (found by review: submits racing End returned true and stayed
+// pending forever).
+func TestEndpointEndRefusesLaterSubmits(t *testing.T) {
+	e := newTestEndpoint()
+	log := mustRegister(t, e, "runtime.log", TextStream())
+	s := e.Subscribe(SubscriptionRequest{}, SubscriberOptions{Capacity: MaxSubscriberCapacity})
+	var accepted atomic.Int64
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5000 {
+				if e.Producer().SubmitText(log, "x") {
+					accepted.Add(1)
+				}
+			}
+		}()
+	}
+	for range 20 {
+		e.Tick()
+	}
+	e.End()
+	wg.Wait()
+	got := len(framePositions(drainAll(s)))
+	if int64(got) != accepted.Load() || e.Pending() != 0 {
+		t.Fatalf("accepted %d, delivered %d, pending %d", accepted.Load(), got, e.Pending())
+	}
+	if e.Producer().SubmitText(log, "late") {
+		t.Fatal("submit after End accepted")
+	}
+}
+
+// Several goroutines may wait in Next at once; all of them wake.
+func TestSubscriptionManyWaiters(t *testing.T) {
+	e := newTestEndpoint()
+	log := mustRegister(t, e, "runtime.log", TextStream())
+	s := e.Subscribe(SubscriptionRequest{}, SubscriberOptions{Capacity: 8})
+	var wg sync.WaitGroup
+	var frames atomic.Int64
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				ev, err := s.Next(context.Background())
+				if err != nil {
+					return
+				}
+				if ev.Kind == EventFrame {
+					frames.Add(1)
+				}
+			}
+		}()
+	}
+	e.Producer().SubmitText(log, "a")
+	e.Producer().SubmitText(log, "b")
+	e.Tick()
+	e.End()
+	wg.Wait() // hangs if a waiter is never woken
+	if frames.Load() != 2 {
+		t.Fatalf("got %d frames", frames.Load())
+	}
+}
+
+func TestDecodeRecordDoesNotAliasDefaults(t *testing.T) {
+	type rec struct {
+		Tags map[string]string `json:"tags"`
+	}
+	defaults := rec{Tags: map[string]string{}}
+	if _, err := DecodeRecord([]byte(`{"tags":{"host":"a"}}`), defaults); err != nil {
+		t.Fatal(err)
+	}
+	if len(defaults.Tags) != 0 {
+		t.Fatalf("defaults were written through: %v", defaults.Tags)
 	}
 }

@@ -169,6 +169,9 @@ func (p byteArray) MarshalJSON() ([]byte, error) {
 }
 
 func (p *byteArray) UnmarshalJSON(b []byte) error {
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] != '[' {
+		return fmt.Errorf("%w: payload must be an array of bytes", ErrBadJSON)
+	}
 	var ns []uint8
 	if err := json.Unmarshal(b, &ns); err != nil {
 		return fmt.Errorf("%w: payload must be an array of bytes: %v", ErrBadJSON, err)
@@ -368,5 +371,45 @@ func (r *SubscriptionRequest) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*r = SubscriptionRequest(j)
+	return nil
+}
+
+type jsonFrame struct {
+	Channel  ChannelID `json:"channel"`
+	Position Position  `json:"position"`
+	Payload  byteArray `json:"payload"`
+}
+
+// MarshalJSON encodes {"channel":1,"position":0,"payload":[104,105]}, the
+// seed's serde spelling of Frame.
+func (f Frame) MarshalJSON() ([]byte, error) {
+	return json.Marshal(jsonFrame{f.Channel, f.Position, f.Payload})
+}
+
+// UnmarshalJSON decodes a frame spelled as by MarshalJSON.
+func (f *Frame) UnmarshalJSON(b []byte) error {
+	var j jsonFrame
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*f = Frame{Channel: j.Channel, Position: j.Position, Payload: []byte(j.Payload)}
+	return nil
+}
+
+type jsonDelivery struct {
+	Stream StreamID `json:"stream"`
+	Frame  Frame    `json:"frame"`
+}
+
+// MarshalJSON encodes {"stream":{"node":…,"life":…},"frame":{…}}.
+func (d Delivery) MarshalJSON() ([]byte, error) { return json.Marshal(jsonDelivery(d)) }
+
+// UnmarshalJSON decodes a delivery spelled as by MarshalJSON.
+func (d *Delivery) UnmarshalJSON(b []byte) error {
+	var j jsonDelivery
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*d = Delivery(j)
 	return nil
 }

@@ -26,6 +26,8 @@ func TestJSONSpellings(t *testing.T) {
 		{"record without schema", JSONRecord(""), `{"JsonRecord":{"schema":null}}`},
 		{"channel descriptor", ChannelDescriptor{Stream: n1, ID: 2, Name: "proc.make.stdout", Content: TextStream()}, `{"stream":{"node":"n1","life":7},"id":2,"name":"proc.make.stdout","label":null,"content":"TextStream"}`},
 		{"frame event", FrameEvent(FrameDelivery{Channel: ChannelRef{n1, 3}, Position: 2, Payload: []byte("hi")}), `{"Frame":{"channel":{"stream":{"node":"n1","life":7},"channel":3},"position":2,"payload":[104,105]}}`},
+		{"frame", Frame{Channel: 3, Position: 2, Payload: []byte("hi")}, `{"channel":3,"position":2,"payload":[104,105]}`},
+		{"delivery", Delivery{Stream: n1, Frame: Frame{Channel: 1, Payload: []byte{}}}, `{"stream":{"node":"n1","life":7},"frame":{"channel":1,"position":0,"payload":[]}}`},
 		{"ended event", StreamEndedEvent(n1), `{"StreamEnded":{"node":"n1","life":7}}`},
 		{"stream declared", StreamDeclaredEvent(StreamDescriptor{Stream: n1, Origin: OriginOrchestrator}), `{"StreamDeclared":{"stream":{"node":"n1","life":7},"label":null,"origin":"Orchestrator"}}`},
 		{"channel declared", ChannelDeclaredEvent(ChannelDescriptor{Stream: n1, ID: 1, Name: "host.cpu", Content: JSONRecord("host.cpu")}), `{"ChannelDeclared":{"stream":{"node":"n1","life":7},"id":1,"name":"host.cpu","label":null,"content":{"JsonRecord":{"schema":"host.cpu"}}}}`},
@@ -60,6 +62,12 @@ func TestJSONSpellings(t *testing.T) {
 				err, back = json.Unmarshal(b, &v), v
 			case SubscriptionRequest:
 				var v SubscriptionRequest
+				err, back = json.Unmarshal(b, &v), v
+			case Frame:
+				var v Frame
+				err, back = json.Unmarshal(b, &v), v
+			case Delivery:
+				var v Delivery
 				err, back = json.Unmarshal(b, &v), v
 			}
 			if err != nil {
@@ -103,6 +111,7 @@ func TestJSONErrors(t *testing.T) {
 		{"two-key content", new(ChannelContent), `{"JsonRecord":{},"Bytes":{}}`},
 		{"unknown event", new(Event), `{"Frobbed":{}}`},
 		{"event with two keys", new(Event), `{"Frame":{},"StreamEnded":{}}`},
+		{"payload as base64", new(Frame), `{"channel":1,"position":0,"payload":"aGk="}`},
 		{"payload out of range", new(Event), `{"Frame":{"channel":{"stream":{"node":"n","life":1},"channel":1},"position":0,"payload":[256]}}`},
 		{"unknown source", new(SourceFilter), `{"Planet":"x"}`},
 		{"unknown channel filter", new(ChannelFilter), `{"Regex":"x"}`},

@@ -31,9 +31,10 @@ type pending struct {
 type Mux struct {
 	capacity int
 
-	mu    sync.Mutex
-	queue []pending
-	next  uint64 // next position to assign; guarded by mu
+	mu     sync.Mutex
+	queue  []pending
+	next   uint64 // next position to assign; guarded by mu
+	closed bool   // guarded by mu
 
 	drainMu sync.Mutex
 	spare   []pending // guarded by drainMu
@@ -59,7 +60,7 @@ func (m *Mux) Capacity() int { return m.capacity }
 // must not modify it afterwards. The payload is never inspected.
 func (m *Mux) Submit(ch ChannelID, payload []byte) bool {
 	m.mu.Lock()
-	if len(m.queue) >= m.capacity {
+	if len(m.queue) >= m.capacity || m.closed {
 		m.mu.Unlock()
 		m.dropped.Add(1)
 		return false
@@ -67,6 +68,14 @@ func (m *Mux) Submit(ch ChannelID, payload []byte) bool {
 	m.queue = append(m.queue, pending{channel: ch, payload: payload})
 	m.mu.Unlock()
 	return true
+}
+
+// Close makes every later Submit fail (counted as dropped, no position).
+// Submissions accepted before Close are still drained. Close is idempotent.
+func (m *Mux) Close() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
 }
 
 // Pending returns how many submissions wait for the next drain.
@@ -106,5 +115,5 @@ func (m *Mux) DrainInto(dst []Frame) []Frame {
 func (m *Mux) Assigned() uint64 { return m.assigned.Load() }
 
 // Dropped returns how many submissions were refused because the queue was
-// full. Dropped submissions never had a position.
+// full or the mux was closed. Dropped submissions never had a position.
 func (m *Mux) Dropped() uint64 { return m.dropped.Load() }

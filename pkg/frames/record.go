@@ -13,11 +13,23 @@ func EncodeRecord(v any) ([]byte, error) { return json.Marshal(v) }
 // returns it, following the seed's schema-evolution rules (spec §5.6):
 // fields missing from the payload keep their default values and unknown
 // fields are ignored. A payload that is not JSON of the right shape is an
-// error; callers (views) then show it raw (spec §8.3).
+// error, returned with T's zero value; callers (views) then show the
+// payload raw (spec §8.3).
+//
+// Maps, slices and pointers in defaults are never written through: the
+// defaults are copied (through their JSON form) before decoding.
 func DecodeRecord[T any](payload []byte, defaults T) (T, error) {
-	v := defaults
+	var v T
+	if b, err := json.Marshal(defaults); err == nil {
+		if err := json.Unmarshal(b, &v); err != nil {
+			v = defaults
+		}
+	} else {
+		v = defaults
+	}
 	if err := json.Unmarshal(payload, &v); err != nil {
-		return defaults, err
+		var zero T
+		return zero, err
 	}
 	return v, nil
 }
