@@ -32,13 +32,15 @@ type ChannelStats struct {
 	// ID is the channel id the producer handed out; 0 if never registered
 	// (stderr in PTY mode).
 	ID frames.ChannelID
-	// Frames and Bytes count accepted submissions and their payload bytes.
+	// Frames counts accepted submissions.
 	Frames int64
-	Bytes  int64
-	// DroppedFrames and DroppedBytes count submissions the producer refused
-	// (SubmitBytes returned false: its queue was full).
+	// Bytes counts the payload bytes of accepted submissions.
+	Bytes int64
+	// DroppedFrames counts submissions the producer refused (SubmitBytes
+	// returned false: its queue was full).
 	DroppedFrames int64
-	DroppedBytes  int64
+	// DroppedBytes counts the payload bytes of refused submissions.
+	DroppedBytes int64
 	// PassThroughErr is the first error returned by the pass-through writer
 	// (Options.Stdout or Options.Stderr). After it, pass-through of this
 	// channel stops; capture goes on.
@@ -66,6 +68,7 @@ type framer struct {
 	stats    *ChannelStats
 	maxFrame int
 	pending  []byte // a partial line: no '\n', len < maxFrame
+	gen      uint64 // counts the times pending went from empty to non-empty
 }
 
 func newFramer(p Producer, stats *ChannelStats, maxFrame int) *framer {
@@ -90,6 +93,9 @@ func (f *framer) write(data []byte) {
 		}
 		if f.pending == nil {
 			f.pending = make([]byte, 0, f.maxFrame)
+		}
+		if len(f.pending) == 0 {
+			f.gen++
 		}
 		f.pending = append(f.pending, data...)
 		return
@@ -137,28 +143,35 @@ func newCapture(name string, f *os.File, w io.Writer, wmu *sync.Mutex, p Produce
 
 // run is the capture goroutine. It returns at EOF (every writer of the pipe
 // closed), on a read error, or soon after stopReading.
+//
+// Idle flush: a read deadline is armed for IdleFlush after the moment the
+// current partial line began. It is armed at most once per IdleFlush, not at
+// every read, so a fast writer pays nothing for it; when it fires, the
+// partial line is flushed if it is old enough, else the deadline is moved.
 func (c *capture) run() {
 	defer close(c.done)
 	buf := make([]byte, readBufferSize)
-	deadline := false
+	armed := false      // a read deadline is set
+	var since time.Time // when the current partial line began
+	var gen uint64      // c.fr.gen at since
 	for {
-		// With a partial line pending, wake up after the idle time to flush
-		// it; otherwise block until the child writes.
-		if len(c.fr.pending) > 0 && c.idle > 0 {
-			_ = c.f.SetReadDeadline(time.Now().Add(c.idle))
-			deadline = true
-		} else if deadline {
-			_ = c.f.SetReadDeadline(time.Time{})
-			deadline = false
-		}
-		// Checked after setting the deadline, so that a deadline set by
-		// stopReading is never overwritten unnoticed.
+		// Checked after every deadline this goroutine sets, so that the
+		// deadline set by stopReading is never overwritten unnoticed.
 		if c.stop.Load() {
 			break
 		}
 		n, err := c.f.Read(buf)
 		if n > 0 {
 			c.consume(buf[:n])
+			if c.idle > 0 && len(c.fr.pending) > 0 {
+				if c.fr.gen != gen {
+					gen, since = c.fr.gen, time.Now()
+				}
+				if !armed {
+					_ = c.f.SetReadDeadline(since.Add(c.idle))
+					armed = true
+				}
+			}
 		}
 		if err == nil {
 			continue
@@ -167,7 +180,14 @@ func (c *capture) run() {
 			if c.stop.Load() {
 				break
 			}
+			armed = false
+			if len(c.fr.pending) > 0 && c.fr.gen == gen && time.Now().Before(since.Add(c.idle)) {
+				_ = c.f.SetReadDeadline(since.Add(c.idle)) // not old enough yet
+				armed = true
+				continue
+			}
 			c.fr.flush()
+			_ = c.f.SetReadDeadline(time.Time{})
 			continue
 		}
 		// io.EOF; EIO from a PTY master whose slave is closed; os.ErrClosed.

@@ -23,15 +23,19 @@
 // (DESIGN.md §4): a frame ends at the last newline within MaxFrameSize bytes,
 // so a chunk holding many lines becomes one frame (or a few), not one frame
 // per line; views rejoin consecutive frames of a text channel. Bytes after
-// the last newline wait as a partial line and are flushed as a frame of their
-// own when no more bytes arrive for IdleFlush (50 ms by default), at EOF, or
-// when they reach MaxFrameSize (64 KiB by default): a line of any length is
+// the last newline wait as a partial line; they go out with the next newline,
+// or as a frame of their own once the partial line is IdleFlush old (50 ms by
+// default; a prompt, or a progress bar redrawn with CR, shows up within one
+// drain tick even while it keeps growing), at EOF, or when they reach
+// MaxFrameSize (64 KiB by default): a line of any length is
 // split into MaxFrameSize frames and no more than MaxFrameSize bytes are held
 // per channel. Bytes are never altered: CR, CRLF, NUL and invalid UTF-8 pass
 // as they are. Submission never blocks: a frame the producer refuses is
 // counted as dropped in [Result] (Stdout/Stderr/Lifecycle.DroppedFrames) and
 // nothing else happens, so capture never slows the child; only the
-// pass-through writer (the user's terminal) can.
+// pass-through writer (the user's terminal) can. Order within a channel is
+// exact; between stdout and stderr (two pipes) it is the order in which ds
+// read them, as on a terminal; PTY mode keeps one merged order.
 //
 // # Lifecycle records
 //
@@ -78,7 +82,8 @@
 // USR2 and WINCH are forwarded; others are ignored. TERM starts the Grace
 // timer: a child still running when it fires is sent KILL. A second INT
 // (^C ^C) sends KILL at once. Cancelling Run's context sends TERM and starts
-// the Grace timer. Every signal sent is recorded.
+// the Grace timer. Every signal ds sends, and every one it received but left
+// to the terminal, is recorded.
 //
 // Without a PTY the child stays in ds's process group and session, exactly
 // as if the shell had run it: it can read the terminal, and ^C, ^\ and

@@ -38,6 +38,7 @@ type StartError struct {
 	Err      error    // ErrNotFound, a syscall.Errno (EACCES, ENOEXEC, ...), or a *fs.PathError for Dir
 }
 
+// Error returns "proc: start \"ARGV0\": REASON".
 func (e *StartError) Error() string {
 	name := ""
 	if len(e.Argv) > 0 {
@@ -46,4 +47,6 @@ func (e *StartError) Error() string {
 	return "proc: start " + strconv.Quote(name) + ": " + e.Err.Error()
 }
 
+// Unwrap returns Err, so that errors.Is(err, ErrNotFound) or
+// errors.Is(err, fs.ErrPermission) work on a StartError.
 func (e *StartError) Unwrap() error { return e.Err }

@@ -29,6 +29,7 @@ type fakeProducer struct {
 	sizes    map[frames.ChannelID][]int
 	capacity int
 	discard  bool
+	onSubmit func(name string, payload []byte) // called for accepted submissions, outside the lock
 	accepted int
 	dropped  int
 }
@@ -50,6 +51,14 @@ func (p *fakeProducer) RegisterChannel(name string, content frames.ChannelConten
 }
 
 func (p *fakeProducer) SubmitBytes(ch frames.ChannelID, payload []byte) bool {
+	ok, name := p.submit(ch, payload)
+	if ok && p.onSubmit != nil {
+		p.onSubmit(name, payload)
+	}
+	return ok
+}
+
+func (p *fakeProducer) submit(ch frames.ChannelID, payload []byte) (bool, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if ch == 0 || int(ch) > len(p.names) {
@@ -57,7 +66,7 @@ func (p *fakeProducer) SubmitBytes(ch frames.ChannelID, payload []byte) bool {
 	}
 	if p.capacity > 0 && p.accepted >= p.capacity {
 		p.dropped++
-		return false
+		return false, ""
 	}
 	p.accepted++
 	if p.sizes == nil {
@@ -68,7 +77,7 @@ func (p *fakeProducer) SubmitBytes(ch frames.ChannelID, payload []byte) bool {
 		payload = nil
 	}
 	p.subs = append(p.subs, submission{ch, payload})
-	return true
+	return true, p.names[ch-1]
 }
 
 // id returns the id of a registered channel name, 0 if none.

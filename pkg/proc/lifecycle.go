@@ -13,13 +13,20 @@ import (
 // frames.JSONRecord(LifecycleSchema) (DESIGN.md §4).
 const LifecycleSchema = "proc.lifecycle"
 
-// Lifecycle event names: the "event" field of a lifecycle record.
+// Lifecycle event names: the "event" field of a lifecycle record. The
+// fields of each record are listed in the package doc.
 const (
-	EventStarted      = "started"
-	EventSpawnFailed  = "spawn_failed"
-	EventSignal       = "signal"
+	// EventStarted: the child was started; always the first record.
+	EventStarted = "started"
+	// EventSpawnFailed: the child could not be started; the only record.
+	EventSpawnFailed = "spawn_failed"
+	// EventSignal: ds sent the child a signal, or saw one the terminal sent.
+	EventSignal = "signal"
+	// EventDrainTimeout: output was still open DrainTimeout after exit.
 	EventDrainTimeout = "drain_timeout"
-	EventExited       = "exited"
+	// EventExited: the child's status and resource use; always the last
+	// submission of a Run.
+	EventExited = "exited"
 )
 
 // Signal sources: the "source" field of a signal record.

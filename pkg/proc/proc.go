@@ -32,9 +32,9 @@ type Producer interface {
 const (
 	// DefaultGrace is the time between TERM and KILL.
 	DefaultGrace = 10 * time.Second
-	// DefaultIdleFlush is how long a partial line waits for more bytes
+	// DefaultIdleFlush is how long a partial line waits for its newline
 	// before it is submitted as a frame of its own: half the CLI's 100 ms
-	// drain tick, so a prompt or progress bar shows up within one tick.
+	// drain tick, so a prompt or a progress bar shows up within one tick.
 	DefaultIdleFlush = 50 * time.Millisecond
 	// DefaultMaxFrameSize is the largest text frame in bytes (64 KiB).
 	DefaultMaxFrameSize = 64 << 10
@@ -95,8 +95,10 @@ type Options struct {
 	// Grace is the time a child has to exit after TERM (forwarded or sent
 	// on cancellation) before it is sent KILL. 0 means DefaultGrace.
 	Grace time.Duration
-	// IdleFlush is how long a partial line waits before it is flushed as a
-	// frame. 0 means DefaultIdleFlush; negative disables the idle flush.
+	// IdleFlush is how long a partial line (bytes after the last newline)
+	// may wait for its newline before it is submitted as a frame of its
+	// own. 0 means DefaultIdleFlush; negative disables the idle flush (a
+	// partial line then waits for a newline, MaxFrameSize or EOF).
 	IdleFlush time.Duration
 	// MaxFrameSize is the largest text frame, in bytes. It also bounds the
 	// bytes held per channel. 0 means DefaultMaxFrameSize.
@@ -153,7 +155,8 @@ type Result struct {
 	// DrainTimedOut reports that an output pipe was still open
 	// DrainTimeout after the child exited, and capture stopped there.
 	DrainTimedOut bool
-	// Stdout, Stderr and Lifecycle count the frames of each channel.
+	// Stdout, Stderr and Lifecycle count the frames of each channel
+	// (Stderr stays zero in PTY mode, where it is not registered).
 	Stdout, Stderr, Lifecycle ChannelStats
 }
 
@@ -230,7 +233,6 @@ type supervisor struct {
 	closeOnce sync.Once
 	ttySkip   bool // INT, QUIT, WINCH arrive from the terminal: do not forward
 	killed    bool // KILL sent
-	exited    bool
 }
 
 func (s *supervisor) register() error {
@@ -488,6 +490,7 @@ func (s *supervisor) supervise(ctx context.Context) {
 		}
 	}
 	done := ctx.Done()
+	sigc := s.o.Signals
 	ints := 0
 	var w waitResult
 loop:
@@ -495,7 +498,11 @@ loop:
 		select {
 		case w = <-waitc:
 			break loop
-		case sig := <-s.o.Signals:
+		case sig, ok := <-sigc:
+			if !ok {
+				sigc = nil // closed: no more signals
+				continue
+			}
 			ss, ok := sig.(syscall.Signal)
 			if !ok {
 				continue
@@ -522,7 +529,6 @@ loop:
 			s.kill()
 		}
 	}
-	s.exited = true
 	if grace != nil {
 		grace.Stop()
 	}

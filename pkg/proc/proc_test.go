@@ -313,28 +313,44 @@ func TestLongLine20MB(t *testing.T) {
 
 func TestIdleFlush(t *testing.T) {
 	t.Parallel()
-	w := newMarkWriter("partial")
-	_, p := runSh(t, `printf 'partial'; read x; printf ' rest\n'`, Options{Stdout: w, Stdin: &gate{w: w}, IdleFlush: 20 * time.Millisecond})
+	// The child writes a partial line and waits; it goes on only once the
+	// partial line was submitted as a frame of its own.
+	flushed := make(chan struct{})
+	p := &fakeProducer{onSubmit: func(name string, payload []byte) {
+		if name == "proc.t.stdout" && string(payload) == "partial" {
+			close(flushed)
+		}
+	}}
+	_, p = runSh(t, `printf 'partial'; read x; printf ' rest\n'`, Options{Producer: p, Stdin: &stdinAfter{ch: flushed}, IdleFlush: 20 * time.Millisecond})
 	if got := strs(p.payloads("proc.t.stdout")); !cmp.Equal(got, []string{"partial", " rest\n"}) {
 		t.Errorf("frames = %q", got)
 	}
 }
 
-// gate is a Stdin that yields one line once the writer's marker was seen
-// and the idle flush had time to happen (the frame was submitted).
-type gate struct {
-	w    *markWriter
-	done bool
-}
-
-func (g *gate) Read(b []byte) (int, error) {
-	if g.done {
-		return 0, errors.New("closed")
+// TestIdleFlushGrowingLine checks that a partial line that keeps growing
+// (a progress bar redrawn with CR) is flushed once it is IdleFlush old,
+// although the writer never pauses.
+func TestIdleFlushGrowingLine(t *testing.T) {
+	t.Parallel()
+	marker := filepath.Join(t.TempDir(), "flushed")
+	var once sync.Once
+	p := &fakeProducer{onSubmit: func(name string, payload []byte) {
+		if name == "proc.t.stdout" {
+			once.Do(func() { os.WriteFile(marker, nil, 0o644) })
+		}
+	}}
+	// The child redraws until the first frame was submitted, then ends
+	// the line.
+	_, p = runCheck(t, Options{
+		Argv:         []string{"sh", "-c", `i=0; while [ ! -e "$1" ]; do printf '\r%d%%' $i; i=$((i+1)); done; echo`, "sh", marker},
+		Producer:     p,
+		IdleFlush:    20 * time.Millisecond,
+		MaxFrameSize: 4 << 20, // far more than the child writes before the idle flush
+	})
+	frs := strs(p.payloads("proc.t.stdout"))
+	if len(frs) < 2 || strings.Contains(frs[0], "\n") || !strings.HasSuffix(frs[len(frs)-1], "\n") {
+		t.Errorf("%d frames, first %q", len(frs), trunc(frs[0]))
 	}
-	<-g.w.seen
-	time.Sleep(200 * time.Millisecond) // well beyond IdleFlush: let the flush happen
-	g.done = true
-	return copy(b, "\n"), nil
 }
 
 func TestStdin(t *testing.T) {
