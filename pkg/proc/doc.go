@@ -90,9 +90,12 @@
 // window resizes reach it from the kernel directly. Forwarding INT, QUIT or
 // WINCH too would deliver them twice (a second ^C means "force quit" to many
 // programs), so by default ([TTYSignalsAuto]) these three are not forwarded
-// when ds is in the foreground process group of its controlling terminal,
-// only recorded with source "terminal"; they still count towards the second
-// INT. TERM, HUP, USR1 and USR2 normally come from kill(1) aimed at ds and
+// when one of Stdin, Stdout or Stderr is ds's controlling terminal and ds is
+// in its foreground process group, only recorded with source "terminal";
+// they still count towards the second INT. Without siginfo (os/signal gives
+// none) ds cannot tell ^C from kill -INT: the rare kill -INT aimed at an
+// interactive ds alone is therefore not passed on, and [TTYSignalsForward]
+// overrides the choice. TERM, HUP, USR1 and USR2 normally come from kill(1) aimed at ds and
 // are always forwarded. Signals, and KILL, go to the child alone (through a
 // pidfd, so a reused pid is never hit); a grandchild that outlives it is
 // left alone and, if it keeps the output open, bounded by DrainTimeout.

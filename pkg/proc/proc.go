@@ -51,8 +51,10 @@ const (
 type TTYSignalMode int
 
 const (
-	// TTYSignalsAuto forwards them unless ds is in the foreground process
-	// group of its controlling terminal (checked once, at start).
+	// TTYSignalsAuto forwards them unless Stdin, Stdout or Stderr is ds's
+	// controlling terminal and ds's process group is its foreground group
+	// (checked once, at start). A ds whose standard streams are all
+	// redirected (CI, tests, kill -INT from a script) forwards them.
 	TTYSignalsAuto TTYSignalMode = iota
 	// TTYSignalsForward always forwards them (for example when they are
 	// known to come from kill(1)).
@@ -372,7 +374,7 @@ func (s *supervisor) start() (err error) {
 		}
 		switch o.TTYSignals {
 		case TTYSignalsAuto:
-			s.ttySkip = inTerminalForeground()
+			s.ttySkip = inTerminalForeground(o.Stdin, o.Stdout, o.Stderr)
 		case TTYSignalsTerminal:
 			s.ttySkip = true
 		}

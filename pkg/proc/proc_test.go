@@ -39,9 +39,6 @@ func runCheck(t *testing.T, o Options) (Result, *fakeProducer) {
 	if o.Label == "" {
 		o.Label = label
 	}
-	if o.TTYSignals == TTYSignalsAuto {
-		o.TTYSignals = TTYSignalsForward // go test may run in a terminal's foreground
-	}
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatalf("Run: %v", err)

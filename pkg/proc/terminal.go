@@ -112,17 +112,27 @@ func makeRaw(term *os.File) (restore func(), err error) {
 	}, nil
 }
 
-// inTerminalForeground reports whether ds has a controlling terminal and is
-// in its foreground process group. Then INT (^C), QUIT (^\) and WINCH are
-// delivered by the kernel to the whole group, a non-PTY child included.
-func inTerminalForeground() bool {
-	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false // no controlling terminal (ENXIO)
+// inTerminalForeground reports whether one of files is ds's controlling
+// terminal and ds's process group is in its foreground. Then INT (^C), QUIT
+// (^\) and WINCH typed or caused at that terminal are delivered by the
+// kernel to the whole group, a child sharing it included. TIOCGPGRP fails on
+// a terminal that is not the caller's controlling terminal.
+func inTerminalForeground(files ...any) bool {
+	for _, v := range files {
+		f, ok := terminalFile(v)
+		if !ok {
+			continue
+		}
+		var pgrp int
+		err := withFD(f, func(fd int) (err error) {
+			pgrp, err = unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+			return err
+		})
+		if err == nil && pgrp == unix.Getpgrp() {
+			return true
+		}
 	}
-	defer unix.Close(fd)
-	pgrp, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
-	return err == nil && pgrp == unix.Getpgrp()
+	return false
 }
 
 // inputCopier copies a terminal's input to the PTY master until stopped. It
