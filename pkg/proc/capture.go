@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -43,7 +44,10 @@ type ChannelStats struct {
 	DroppedBytes int64
 	// PassThroughErr is the first error returned by the pass-through writer
 	// (Options.Stdout or Options.Stderr). After it, pass-through of this
-	// channel stops; capture goes on.
+	// channel stops. If it is EPIPE (ds's own output is a pipe whose reader
+	// went away: ds wrap … | head), capture of the channel stops too and
+	// its pipe is closed, so the child gets SIGPIPE as it would without ds;
+	// after any other error capture goes on.
 	PassThroughErr error
 }
 
@@ -132,6 +136,9 @@ type capture struct {
 	idle  time.Duration
 	stop  atomic.Bool
 	done  chan struct{}
+	// broken: the pass-through writer failed with EPIPE; the capture ends
+	// and closes its end so that the child sees the broken pipe too.
+	broken bool
 }
 
 func newCapture(name string, f *os.File, w io.Writer, wmu *sync.Mutex, p Producer, ch frames.ChannelID, o *Options) *capture {
@@ -163,6 +170,13 @@ func (c *capture) run() {
 		n, err := c.f.Read(buf)
 		if n > 0 {
 			c.consume(buf[:n])
+			if c.broken {
+				// The child writes into a pipe nobody reads any more: as
+				// without ds, its next write gets SIGPIPE (or EIO on a pty).
+				c.fr.flush()
+				c.f.Close()
+				return
+			}
 			if c.idle > 0 && len(c.fr.pending) > 0 {
 				if c.fr.gen != gen {
 					gen, since = c.fr.gen, time.Now()
@@ -240,6 +254,7 @@ func (c *capture) consume(b []byte) {
 		if err != nil {
 			c.stats.PassThroughErr = err
 			c.w = nil
+			c.broken = errors.Is(err, syscall.EPIPE)
 		}
 	}
 	c.fr.write(b)

@@ -33,7 +33,12 @@
 // as they are. Submission never blocks: a frame the producer refuses is
 // counted as dropped in [Result] (Stdout/Stderr/Lifecycle.DroppedFrames) and
 // nothing else happens, so capture never slows the child; only the
-// pass-through writer (the user's terminal) can. Order within a channel is
+// pass-through writer (the user's terminal) can. If a pass-through writer
+// fails with EPIPE (ds wrap … | head, and head has exited), that stream's
+// pipe is closed so that the child gets SIGPIPE as it would without ds; for
+// that the CLI must catch SIGPIPE with signal.Notify, so that a write to a
+// broken stdout does not kill ds itself, and not ignore it (signal.Ignore
+// would be inherited by the child). Order within a channel is
 // exact; between stdout and stderr (two pipes) it is the order in which ds
 // read them, as on a terminal; PTY mode keeps one merged order.
 //

@@ -652,6 +652,23 @@ type errWriter struct{}
 
 func (errWriter) Write([]byte) (int, error) { return 0, errors.New("broken") }
 
+// epipeWriter fails like a write to a pipe whose reader has gone.
+type epipeWriter struct{}
+
+func (epipeWriter) Write([]byte) (int, error) { return 0, syscall.EPIPE }
+
+func TestPassThroughEPIPE(t *testing.T) {
+	t.Parallel()
+	// yes(1) writes forever: it must end as "yes | head" makes it end.
+	res, p := runCheck(t, Options{Argv: []string{"yes"}, Stdout: epipeWriter{}})
+	if res.ExitCode != 128+int(syscall.SIGPIPE) || !errors.Is(res.Stdout.PassThroughErr, syscall.EPIPE) {
+		t.Errorf("exit %d, stats %+v", res.ExitCode, res.Stdout)
+	}
+	if got := p.text("proc.t.stdout"); !strings.HasPrefix(got, "y\ny\n") {
+		t.Errorf("capture = %q", trunc(got))
+	}
+}
+
 func TestPassThroughErrorKeepsCapture(t *testing.T) {
 	t.Parallel()
 	res, p := runSh(t, `echo a; echo b`, Options{Stdout: errWriter{}})
