@@ -109,9 +109,13 @@ func (f *framer) write(data []byte) {
 // emit submits pending+b as one frame in a fresh slice (SubmitBytes takes
 // ownership) and empties pending.
 func (f *framer) emit(b []byte) {
-	payload := append(f.pending[:len(f.pending):len(f.pending)], b...)
+	var payload []byte
 	if len(b) == 0 {
 		payload = bytes.Clone(f.pending)
+	} else {
+		// A full slice expression forces append to allocate; growslice does
+		// not zero the bytes it is about to copy over.
+		payload = append(f.pending[:len(f.pending):len(f.pending)], b...)
 	}
 	f.pending = f.pending[:0]
 	f.stats.submit(f.p, payload)

@@ -264,7 +264,7 @@ func (s *supervisor) record(v any) {
 
 // start creates the child's files, starts it and the capture goroutines,
 // and records started or spawn_failed.
-func (s *supervisor) start() (err error) {
+func (s *supervisor) start() error {
 	o := s.o
 	s.cwd = o.Dir
 	if s.cwd == "" {
@@ -361,7 +361,9 @@ func (s *supervisor) start() (err error) {
 		growPipe(er)
 		closeAfter = append(closeAfter, ow, ew)
 		stdoutW, stderrW = ow, ew
-		// The capture ends, closed after the captures finish.
+		// ds's read ends belong to the captures, which close them. A
+		// writer that is not an *os.File may not be safe for two
+		// goroutines: serialise the pass-through writes.
 		var mu *sync.Mutex
 		_, f1 := o.Stdout.(*os.File)
 		_, f2 := o.Stderr.(*os.File)

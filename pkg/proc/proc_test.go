@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -129,8 +130,24 @@ func waitMarker(t *testing.T, w *markWriter) {
 }
 
 func TestQuickExit(t *testing.T) {
-	t.Parallel()
-	// Many at once: CPU contention must not lose output.
+	// Many at once, with every CPU kept busy: contention must not lose
+	// output of a child that exits at once.
+	stop := make(chan struct{})
+	var spin sync.WaitGroup
+	for range 2 * runtime.NumCPU() {
+		spin.Add(1)
+		go func() {
+			defer spin.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); spin.Wait() }()
 	var wg sync.WaitGroup
 	for i := range 16 {
 		wg.Add(1)
