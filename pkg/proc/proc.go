@@ -299,7 +299,7 @@ func (s *supervisor) start() error {
 	}
 	path, lerr := lookPath(o.Argv[0], pathFromEnv(o.Env))
 	if lerr != nil {
-		cerr, code := classifyStartError(lerr, o.Argv[0], o.Dir)
+		code, cerr := classifyStartError(lerr, o.Argv[0], o.Dir)
 		s.failed(cerr, code)
 		return &StartError{Argv: o.Argv, ExitCode: code, Err: cerr}
 	}
@@ -404,7 +404,7 @@ func (s *supervisor) start() error {
 	s.startTime = time.Now()
 	p, serr := os.StartProcess(path, o.Argv, attr)
 	if serr != nil {
-		cerr, code := classifyStartError(serr, path, o.Dir)
+		code, cerr := classifyStartError(serr, path, o.Dir)
 		s.failed(cerr, code)
 		s.closeParentEnds()
 		return &StartError{Argv: o.Argv, ExitCode: code, Err: cerr}

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -132,22 +133,17 @@ func waitMarker(t *testing.T, w *markWriter) {
 func TestQuickExit(t *testing.T) {
 	// Many at once, with every CPU kept busy: contention must not lose
 	// output of a child that exits at once.
-	stop := make(chan struct{})
+	var stop atomic.Bool
 	var spin sync.WaitGroup
 	for range 2 * runtime.NumCPU() {
 		spin.Add(1)
 		go func() {
 			defer spin.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for !stop.Load() {
 			}
 		}()
 	}
-	defer func() { close(stop); spin.Wait() }()
+	defer func() { stop.Store(true); spin.Wait() }()
 	var wg sync.WaitGroup
 	for i := range 16 {
 		wg.Add(1)

@@ -72,9 +72,9 @@ func pathFromEnv(env []string) string {
 // error kept in a StartError and the exit code (DESIGN.md §5): ENOENT for a
 // file that does not exist is 127; anything else (EACCES, ENOEXEC, EISDIR,
 // ENOENT for a missing "#!" interpreter, ...) is 126.
-func classifyStartError(err error, path, dir string) (error, int) {
+func classifyStartError(err error, path, dir string) (int, error) {
 	if errors.Is(err, ErrNotFound) {
-		return err, ExitNotFound
+		return ExitNotFound, err
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) && pe.Op == "fork/exec" {
@@ -86,10 +86,10 @@ func classifyStartError(err error, path, dir string) (error, int) {
 			p = filepath.Join(dir, p)
 		}
 		if _, serr := os.Stat(p); serr != nil {
-			return err, ExitNotFound
+			return ExitNotFound, err
 		}
 		// The file exists: its "#!" interpreter does not.
-		return fmt.Errorf("bad interpreter: %w", err), ExitCannotExecute
+		return ExitCannotExecute, fmt.Errorf("bad interpreter: %w", err)
 	}
-	return err, ExitCannotExecute
+	return ExitCannotExecute, err
 }
