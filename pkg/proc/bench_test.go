@@ -3,8 +3,8 @@ package proc
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -30,16 +30,32 @@ func (p *countProducer) SubmitBytes(_ frames.ChannelID, b []byte) bool {
 }
 
 // benchFile writes size bytes of 100-byte lines (99 printable bytes and a
-// newline) to a temporary file.
+// newline) to a temporary file, 1 MiB at a time so that the benchmark's own
+// heap stays small.
 func benchFile(b *testing.B, size int) string {
 	b.Helper()
-	line := []byte(fmt.Sprintf("%099d\n", 0))
+	line := make([]byte, 100)
 	for i := range line[:99] {
 		line[i] = 'a' + byte(i%26)
 	}
-	data := bytes.Repeat(line, size/len(line))
-	f := writeFile(b, data)
-	return f
+	line[99] = '\n'
+	chunk := bytes.Repeat(line, (1<<20)/len(line))
+	name := filepath.Join(b.TempDir(), "lines")
+	f, err := os.Create(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for n := 0; n < size/len(line)*len(line); {
+		k := min(len(chunk), size/len(line)*len(line)-n)
+		if _, err := f.Write(chunk[:k]); err != nil {
+			b.Fatal(err)
+		}
+		n += k
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return name
 }
 
 // runShell runs sh -c script with $1 set to arg, stdout and stderr to
