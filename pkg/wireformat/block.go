@@ -1,0 +1,171 @@
+package wireformat
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+)
+
+// A Block record (ds-format(5) "Block") holds a batch of inner records,
+// compressed. Its body is
+//
+//	u8 codec (CodecZstd) · uvarint U (uncompressed size) · compressed bytes
+//
+// and the U decompressed bytes are a sequence of inner records
+//
+//	u8 type · uvarint L · L bytes of body
+//
+// with the bodies of the outer records of the same type, no CRC (the
+// block's covers them) and no escaping.
+
+// The zstd encoder and decoder are shared by every writer and reader of the
+// process: EncodeAll and DecodeAll are safe for concurrent use, and each
+// holds at most GOMAXPROCS internal states sized for MaxBlockSize.
+var (
+	zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
+		return zstd.NewWriter(nil,
+			zstd.WithEncoderLevel(zstd.SpeedDefault),
+			zstd.WithEncoderCRC(false), // the record CRC covers the block
+			zstd.WithWindowSize(MaxBlockSize),
+			zstd.WithLowerEncoderMem(true))
+	})
+	zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
+		return zstd.NewReader(nil,
+			zstd.WithDecoderMaxMemory(MaxBlockSize),
+			zstd.WithDecoderMaxWindow(MaxBlockSize),
+			zstd.WithDecodeAllCapLimit(true),
+			zstd.WithDecoderConcurrency(0))
+	})
+)
+
+// AppendBlock appends a Block record holding content, a sequence of inner
+// records built with [AppendInner] or [AppendInnerFrame], compressed with
+// zstd, for a segment whose CRC seed is seed. Like [AppendRecord] it escapes
+// the record if needed. It returns dst unchanged and an error wrapping
+// [ErrTooLarge] if content exceeds [MaxBlockSize]. It is safe for concurrent
+// use.
+func AppendBlock(dst []byte, seed uint32, content []byte) ([]byte, error) {
+	if len(content) > MaxBlockSize {
+		return dst, fmt.Errorf("%w: block of %d bytes (at most %d)", ErrTooLarge, len(content), MaxBlockSize)
+	}
+	enc, err := zstdEncoder()
+	if err != nil {
+		return dst, fmt.Errorf("wireformat: zstd encoder: %w", err)
+	}
+	start := len(dst)
+	dst = append(dst, byte(TypeBlock), 0, 0, 0, 0, CodecZstd)
+	dst = binary.AppendUvarint(dst, uint64(len(content)))
+	dst = enc.EncodeAll(content, dst)
+	return finishRecord(dst, start, seed)
+}
+
+// DecodeBlock decompresses the body of a Block record (as returned by
+// [ParseRecord]) and appends the content, U bytes of inner records, to dst.
+// It returns an error wrapping [ErrUnknownCodec] for a codec other than
+// [CodecZstd], [ErrTooLarge] if U exceeds [MaxBlockSize] (checked before
+// anything is allocated), or [ErrBadBody] if the body is malformed or does
+// not decompress to exactly U bytes. Memory use is bounded by MaxBlockSize
+// whatever the body claims. The inner records are not checked: walk them
+// with [ParseInner]. It is safe for concurrent use.
+func DecodeBlock(dst, body []byte) ([]byte, error) {
+	if len(body) == 0 {
+		return dst, fmt.Errorf("%w: empty block", ErrBadBody)
+	}
+	if body[0] != CodecZstd {
+		return dst, fmt.Errorf("%w %d", ErrUnknownCodec, body[0])
+	}
+	size, k := binary.Uvarint(body[1:])
+	if k <= 0 {
+		return dst, fmt.Errorf("%w: block size", ErrBadBody)
+	}
+	if size > MaxBlockSize {
+		return dst, fmt.Errorf("%w: block of %d bytes (at most %d)", ErrTooLarge, size, MaxBlockSize)
+	}
+	dec, err := zstdDecoder()
+	if err != nil {
+		return dst, fmt.Errorf("wireformat: zstd decoder: %w", err)
+	}
+	n := len(dst)
+	if cap(dst)-n < int(size) {
+		grown := make([]byte, n, n+int(size))
+		copy(grown, dst)
+		dst = grown
+	}
+	// The capacity limit makes the decoder stop after size bytes.
+	out, err := dec.DecodeAll(body[1+k:], dst[:n:n+int(size)])
+	if err != nil {
+		return dst, fmt.Errorf("%w: zstd: %w", ErrBadBody, err)
+	}
+	if len(out)-n != int(size) {
+		return dst, fmt.Errorf("%w: block decompressed to %d bytes, header says %d", ErrBadBody, len(out)-n, size)
+	}
+	return out, nil
+}
+
+// AppendInner appends an inner block record: u8 type, uvarint body length,
+// body. The caller puts only ChannelDeclared, Frame and StreamEnded records
+// in a block.
+func AppendInner(dst []byte, t RecordType, body []byte) []byte {
+	dst = append(dst, byte(t))
+	dst = binary.AppendUvarint(dst, uint64(len(body)))
+	return append(dst, body...)
+}
+
+// AppendInnerFrame appends f as an inner Frame record, without an
+// intermediate copy of the payload.
+func AppendInnerFrame(dst []byte, f frames.Frame) []byte {
+	size := uvarintLen(uint64(f.Channel)) + uvarintLen(uint64(f.Position)) + len(f.Payload)
+	dst = append(dst, byte(TypeFrame))
+	dst = binary.AppendUvarint(dst, uint64(size))
+	return AppendFrameBody(dst, f)
+}
+
+// InnerFrameSize returns the size of f as an inner record, in bytes.
+func InnerFrameSize(f frames.Frame) int {
+	size := uvarintLen(uint64(f.Channel)) + uvarintLen(uint64(f.Position)) + len(f.Payload)
+	return 1 + uvarintLen(uint64(size)) + size
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}
+
+// ParseInner decodes the inner block record at the start of b and returns it
+// with the number of bytes it occupies. The body aliases b. It returns
+// [ErrBadTag] for type 0, a Block (blocks do not nest), a type with bit 7
+// set (inner records are never escaped) or a type that is not
+// [RecordType.Valid]; [ErrBadBody] for a malformed length; and
+// io.ErrUnexpectedEOF if b ends inside the record, which inside a complete
+// block means the block is malformed. Reserved and experimental types
+// decode; the caller skips them as it does outer records.
+func ParseInner(b []byte) (Record, int, error) {
+	if len(b) == 0 {
+		return Record{}, 0, io.ErrUnexpectedEOF
+	}
+	t := RecordType(b[0])
+	if !t.Valid() || t == TypeBlock {
+		return Record{}, 0, fmt.Errorf("%w: inner record type 0x%02x", ErrBadTag, b[0])
+	}
+	size, k := binary.Uvarint(b[1:])
+	if k == 0 {
+		return Record{}, 0, io.ErrUnexpectedEOF
+	}
+	if k < 0 {
+		return Record{}, 0, fmt.Errorf("%w: inner record length", ErrBadBody)
+	}
+	if size > uint64(len(b)-1-k) {
+		return Record{}, 0, io.ErrUnexpectedEOF
+	}
+	n := 1 + k + int(size)
+	return Record{Type: t, Body: b[1+k : n]}, n, nil
+}

@@ -1,0 +1,156 @@
+package wireformat
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+)
+
+// blockContent returns the inner records of n text frames.
+func blockContent(n int) []byte {
+	var b []byte
+	for i := range n {
+		f := frames.Frame{Channel: frames.ChannelID(1 + i%3), Position: frames.Position(i), Payload: []byte("2026-11-30T08:00:00Z INFO request served path=/api/v1/items status=200\n")}
+		b = AppendInnerFrame(b, f)
+	}
+	return b
+}
+
+func TestBlockRoundTrip(t *testing.T) {
+	for _, n := range []int{0, 1, 100, 3000} {
+		content := blockContent(n)
+		rec, err := AppendBlock(nil, testSeed, content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(rec, []byte(Magic)) {
+			t.Errorf("%d frames: block record holds the magic", n)
+		}
+		r, size, err := ParseRecord(rec, testSeed, 0)
+		if err != nil || size != len(rec) || r.Type != TypeBlock {
+			t.Fatalf("%d frames: ParseRecord = %v, %d, %v", n, r.Type, size, err)
+		}
+		got, err := DecodeBlock([]byte("reuse"), r.Body)
+		if err != nil {
+			t.Fatalf("%d frames: %v", n, err)
+		}
+		if !bytes.Equal(got[5:], content) || string(got[:5]) != "reuse" {
+			t.Errorf("%d frames: content differs", n)
+		}
+		if n == 3000 && len(rec) > len(content)/4 {
+			t.Errorf("%d frames: %d bytes compressed to %d", n, len(content), len(rec))
+		}
+	}
+}
+
+// zstdFrame compresses b into one zstd frame, optionally without the
+// content size in its header.
+func zstdFrame(t *testing.T, b []byte, withSize bool) []byte {
+	t.Helper()
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderCRC(false), zstd.WithSingleSegment(withSize), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	if withSize {
+		return enc.EncodeAll(b, nil)
+	}
+	var buf bytes.Buffer
+	enc.Reset(&buf) // the streaming encoder omits the content size
+	if _, err := enc.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func blockBody(size uint64, compressed []byte) []byte {
+	return append(binary.AppendUvarint([]byte{CodecZstd}, size), compressed...)
+}
+
+func TestDecodeBlockErrors(t *testing.T) {
+	content := blockContent(10)
+	bomb := make([]byte, 8<<20) // 8 MiB of zeros: a few hundred bytes compressed
+	tests := []struct {
+		name    string
+		body    []byte
+		wantErr error
+	}{
+		{name: "empty", body: nil, wantErr: ErrBadBody},
+		{name: "unknown codec", body: []byte{2, 0}, wantErr: ErrUnknownCodec},
+		{name: "no size", body: []byte{CodecZstd}, wantErr: ErrBadBody},
+		{name: "size over max", body: blockBody(MaxBlockSize+1, nil), wantErr: ErrTooLarge},
+		{name: "not zstd", body: blockBody(5, []byte("hello")), wantErr: ErrBadBody},
+		{name: "shorter than stated", body: blockBody(uint64(len(content)+1), zstdFrame(t, content, true)), wantErr: ErrBadBody},
+		{name: "longer than stated", body: blockBody(uint64(len(content)-1), zstdFrame(t, content, true)), wantErr: ErrBadBody},
+		{name: "longer than stated, no content size", body: blockBody(uint64(len(content)-1), zstdFrame(t, content, false)), wantErr: ErrBadBody},
+		{name: "bomb", body: blockBody(MaxBlockSize, zstdFrame(t, bomb, false)), wantErr: ErrBadBody},
+		{name: "bomb with content size", body: blockBody(MaxBlockSize, zstdFrame(t, bomb, true)), wantErr: ErrBadBody},
+		{name: "cut", body: blockBody(uint64(len(content)), zstdFrame(t, content, true)[:20]), wantErr: ErrBadBody},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DecodeBlock(nil, tt.body)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if cap(got) > MaxBlockSize+64<<10 {
+				t.Errorf("decoder grew its output to %d bytes", cap(got))
+			}
+		})
+	}
+	if _, err := AppendBlock(nil, testSeed, make([]byte, MaxBlockSize+1)); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("AppendBlock over MaxBlockSize: err = %v, want ErrTooLarge", err)
+	}
+}
+
+func TestInnerRecords(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      []byte
+		want    Record
+		wantN   int
+		wantErr error
+	}{
+		{name: "frame", in: AppendInnerFrame(nil, exFrame), want: Record{Type: TypeFrame, Body: AppendFrameBody(nil, exFrame)}, wantN: 6},
+		{name: "stream ended", in: AppendInner(nil, TypeStreamEnded, nil), want: Record{Type: TypeStreamEnded}, wantN: 2},
+		{name: "experimental", in: AppendInner(nil, 0x41, []byte("x")), want: Record{Type: 0x41, Body: []byte("x")}, wantN: 3},
+		{name: "empty", in: nil, wantErr: io.ErrUnexpectedEOF},
+		{name: "no length", in: []byte{2}, wantErr: io.ErrUnexpectedEOF},
+		{name: "body cut", in: []byte{2, 5, 1, 0}, wantErr: io.ErrUnexpectedEOF},
+		{name: "zero type", in: []byte{0, 0}, wantErr: ErrBadTag},
+		{name: "nested block", in: []byte{4, 0}, wantErr: ErrBadTag},
+		{name: "escaped", in: []byte{0x82, 0}, wantErr: ErrBadTag},
+		{name: "never-assigned type", in: []byte{0x0D, 0}, wantErr: ErrBadTag},
+		{name: "length overflow", in: append([]byte{2}, bytes.Repeat([]byte{0xFF}, 11)...), wantErr: ErrBadBody},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, n, err := ParseInner(tt.in)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if n != tt.wantN {
+				t.Errorf("n = %d, want %d", n, tt.wantN)
+			}
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("record (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, f := range []frames.Frame{exFrame, {Channel: 1 << 30, Position: 1 << 60, Payload: make([]byte, 300)}} {
+		if got, want := InnerFrameSize(f), len(AppendInnerFrame(nil, f)); got != want {
+			t.Errorf("InnerFrameSize = %d, want %d", got, want)
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package wireformat
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// The fuzz targets check the decoder entry points: no panic on any input,
+// lengths and errors consistent, and whatever decodes re-encodes to
+// something that decodes the same way. `go test` runs them on the seed
+// corpus (the man page examples and the table cases); run one for longer
+// with `go test -run='^$' -fuzz=FuzzRecord -fuzztime=2m ./pkg/wireformat`.
+
+func FuzzHeader(f *testing.F) {
+	ex := specExamples(f)
+	f.Add(ex["header"])
+	f.Add(rawHeader(1, 3, headerBody(exHeader.SegmentID, 5, "w", exStreamJSON, "[]", 1, 2)))
+	f.Add(rawHeader(2, 0, nil))
+	f.Add([]byte(Magic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, n, err := ParseHeader(b)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			if n <= len(b) {
+				t.Fatalf("short input of %d bytes, but n = %d", len(b), n)
+			}
+			return
+		}
+		if err != nil {
+			return
+		}
+		if n < HeaderOverhead || n > len(b) {
+			t.Fatalf("n = %d for %d bytes", n, len(b))
+		}
+		re, err := AppendHeader(nil, &h)
+		if err != nil {
+			return // e.g. a writer identity with control characters, or the magic inside
+		}
+		h2, n2, err := ParseHeader(re)
+		if err != nil || n2 != len(re) {
+			t.Fatalf("re-encoded header does not decode: %v", err)
+		}
+		h.Minor = MinorVersion
+		if diff := cmp.Diff(h, h2, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("re-encoded header differs (-first +second):\n%s", diff)
+		}
+	})
+}
+
+func FuzzRecord(f *testing.F) {
+	ex := specExamples(f)
+	for _, name := range []string{"channel-declared", "frame", "frame-escaped", "block", "stream-ended"} {
+		f.Add(ex[name], uint32(testSeed), 0)
+	}
+	f.Add(rawRecord(7, 0x82, []byte{1, 0, 0x89, 0x01}), uint32(7), 100)
+	f.Add(rawRecord(7, 0x45, []byte("reserved")), uint32(7), 100)
+	f.Add([]byte{2, 0xFF, 0xFF, 0xFF, 0}, uint32(0), -1)
+	f.Fuzz(func(t *testing.T, b []byte, seed uint32, max int) {
+		rec, n, err := ParseRecord(b, seed, max)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			if n <= len(b) {
+				t.Fatalf("short input of %d bytes, but n = %d", len(b), n)
+			}
+			return
+		}
+		if err != nil {
+			return
+		}
+		if n < RecordOverhead || n > len(b) || (max > 0 && n > RecordOverhead+max) {
+			t.Fatalf("n = %d for %d bytes, max %d", n, len(b), max)
+		}
+		if len(rec.Body) > n-RecordOverhead {
+			t.Fatalf("body of %d bytes from a record of %d", len(rec.Body), n)
+		}
+		re, err := AppendRecord(nil, seed, rec)
+		if err != nil {
+			return // a body over DefaultMaxRecordSize
+		}
+		rec2, n2, err := ParseRecord(re, seed, MaxRecordSize)
+		if err != nil || n2 != len(re) || rec2.Type != rec.Type || !bytes.Equal(rec2.Body, rec.Body) {
+			t.Fatalf("re-encoded record decodes to %v %q, %v", rec2.Type, rec2.Body, err)
+		}
+		if bytes.Contains(re, []byte(Magic)) {
+			t.Fatalf("re-encoded record holds the magic")
+		}
+		switch rec.Type {
+		case TypeFrame:
+			fr, err := ParseFrameBody(rec.Body)
+			if err != nil {
+				return
+			}
+			fr2, err := ParseFrameBody(AppendFrameBody(nil, fr))
+			if err != nil || !cmp.Equal(fr, fr2, cmpopts.EquateEmpty()) {
+				t.Fatalf("frame %+v re-decodes to %+v, %v", fr, fr2, err)
+			}
+		case TypeChannelDeclared:
+			d, err := ParseChannelBody(rec.Body)
+			if err != nil {
+				return
+			}
+			body, err := AppendChannelBody(nil, &d)
+			if err != nil {
+				return
+			}
+			d2, err := ParseChannelBody(body)
+			if err != nil || !cmp.Equal(d, d2) {
+				t.Fatalf("descriptor %+v re-decodes to %+v, %v", d, d2, err)
+			}
+		}
+	})
+}
+
+func FuzzBlock(f *testing.F) {
+	ex := specExamples(f)
+	rec, _, err := ParseRecord(ex["block"], testSeed, 0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(rec.Body)
+	big, err := AppendBlock(nil, 0, blockContent(200))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(big[5 : len(big)-4])
+	f.Add([]byte{CodecZstd, 0})
+	f.Add([]byte{9, 1, 2})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		content, err := DecodeBlock(nil, body)
+		if err != nil {
+			return
+		}
+		if len(content) > MaxBlockSize {
+			t.Fatalf("block of %d bytes", len(content))
+		}
+		for b := content; len(b) > 0; {
+			_, n, err := ParseInner(b)
+			if err != nil {
+				break
+			}
+			if n <= 0 || n > len(b) {
+				t.Fatalf("inner record of %d bytes in %d", n, len(b))
+			}
+			b = b[n:]
+		}
+		re, err := AppendBlock(nil, 1, content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _, err := ParseRecord(re, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		content2, err := DecodeBlock(nil, r.Body)
+		if err != nil || !bytes.Equal(content, content2) {
+			t.Fatalf("re-encoded block decodes differently: %v", err)
+		}
+	})
+}

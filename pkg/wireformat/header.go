@@ -1,0 +1,200 @@
+package wireformat
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+)
+
+// Header is a DSS segment header (ds-format(5) "SEGMENT HEADER"). It makes
+// its segment self-describing: it names the stream and carries the full
+// catalog known when the segment started.
+type Header struct {
+	// Major and Minor are the format version read by [ParseHeader].
+	// [AppendHeader] ignores them and writes MajorVersion.MinorVersion.
+	Major, Minor uint8
+	// SegmentID is random per segment. Its CRC32C seeds every record CRC of
+	// the segment (see [Seed]).
+	SegmentID [8]byte
+	// Seq is 0 for a writer's first segment of a stream and grows by one at
+	// each rotation.
+	Seq uint64
+	// Writer identifies the software that wrote the segment, e.g.
+	// "ds 0.1.0": UTF-8 without control characters.
+	Writer string
+	// Stream describes the segment's stream.
+	Stream frames.StreamDescriptor
+	// Channels is the full catalog known when the segment started, each
+	// descriptor of Stream.Stream.
+	Channels []frames.ChannelDescriptor
+}
+
+// Seed returns the record CRC seed of the segment: [Seed](h.SegmentID).
+func (h *Header) Seed() uint32 { return Seed(h.SegmentID) }
+
+// AppendHeader appends the encoded segment header h to dst: magic, version
+// MajorVersion.MinorVersion, body length, body, CRC32C. It returns an error,
+// and dst unchanged, if a descriptor names another stream than h.Stream
+// ([ErrWrongStream]), if h.Writer is not UTF-8 free of control characters,
+// if the body would exceed [MaxHeaderSize] ([ErrTooLarge]), or if the
+// encoded header contains [Magic] after its first byte ([ErrMagicInHeader];
+// another SegmentID fixes that).
+func AppendHeader(dst []byte, h *Header) ([]byte, error) {
+	if !utf8.ValidString(h.Writer) || containsControl(h.Writer) {
+		return dst, fmt.Errorf("wireformat: writer identity %q must be UTF-8 without control characters", h.Writer)
+	}
+	for i := range h.Channels {
+		if h.Channels[i].Stream != h.Stream.Stream {
+			return dst, fmt.Errorf("%w: channel %d is of %s, header stream is %s", ErrWrongStream, h.Channels[i].ID, h.Channels[i].Stream, h.Stream.Stream)
+		}
+	}
+	stream, err := json.Marshal(h.Stream)
+	if err != nil {
+		return dst, fmt.Errorf("wireformat: encode stream descriptor: %w", err)
+	}
+	channels := h.Channels
+	if channels == nil {
+		channels = []frames.ChannelDescriptor{}
+	}
+	catalog, err := json.Marshal(channels)
+	if err != nil {
+		return dst, fmt.Errorf("wireformat: encode catalog: %w", err)
+	}
+	start := len(dst)
+	dst = append(dst, Magic...)
+	dst = append(dst, MajorVersion, MinorVersion, 0, 0, 0, 0)
+	dst = append(dst, h.SegmentID[:]...)
+	dst = binary.AppendUvarint(dst, h.Seq)
+	dst = appendString(dst, h.Writer)
+	dst = appendString(dst, string(stream))
+	dst = appendString(dst, string(catalog))
+	n := len(dst) - start - HeaderPrefixSize
+	if n > MaxHeaderSize {
+		return dst[:start], fmt.Errorf("%w: header body of %d bytes (at most %d)", ErrTooLarge, n, MaxHeaderSize)
+	}
+	binary.LittleEndian.PutUint32(dst[start+10:], uint32(n))
+	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+	if bytes.Contains(dst[start+1:], []byte(Magic)) {
+		return dst[:start], ErrMagicInHeader
+	}
+	return dst, nil
+}
+
+func containsControl(s string) bool {
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return true
+		}
+	}
+	return false
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// ParseHeader decodes the segment header at the start of b and returns it
+// with the number of bytes it occupies (HeaderOverhead plus the body
+// length). It checks, in order: the magic ([ErrBadMagic]), the major version
+// ([ErrUnknownVersion], wrapped with the version found), the body length
+// against [MaxHeaderSize] ([ErrTooLarge]), the CRC32C ([ErrChecksum]) and
+// the body's fields ([ErrBadBody], or [ErrWrongStream] for a catalog entry
+// of another stream). Body bytes after the known fields are ignored, so
+// minor versions can add fields.
+//
+// If b ends before the header does, ParseHeader returns io.ErrUnexpectedEOF
+// and n is the length the header needs: exact once b holds the 14-byte
+// prefix, a lower bound before. The returned Header does not alias b.
+func ParseHeader(b []byte) (h Header, n int, err error) {
+	m := min(len(b), len(Magic))
+	if string(b[:m]) != Magic[:m] {
+		return Header{}, 0, ErrBadMagic
+	}
+	if len(b) > len(Magic) && b[len(Magic)] != MajorVersion {
+		return Header{}, 0, versionError(b[len(Magic)])
+	}
+	if len(b) < HeaderPrefixSize {
+		return Header{}, HeaderOverhead, io.ErrUnexpectedEOF
+	}
+	size := binary.LittleEndian.Uint32(b[10:])
+	if size > MaxHeaderSize {
+		return Header{}, 0, fmt.Errorf("%w: header body of %d bytes (at most %d)", ErrTooLarge, size, MaxHeaderSize)
+	}
+	n = HeaderOverhead + int(size)
+	if len(b) < n {
+		return Header{}, n, io.ErrUnexpectedEOF
+	}
+	if crc32.Checksum(b[:n-4], castagnoli) != binary.LittleEndian.Uint32(b[n-4:]) {
+		return Header{}, 0, fmt.Errorf("%w (segment header)", ErrChecksum)
+	}
+	h, err = parseHeaderBody(b[HeaderPrefixSize : n-4])
+	if err != nil {
+		return Header{}, 0, err
+	}
+	h.Major, h.Minor = b[8], b[9]
+	return h, n, nil
+}
+
+func versionError(major byte) error {
+	if major > MajorVersion {
+		return fmt.Errorf("%w: newer major version %d; upgrade ds", ErrUnknownVersion, major)
+	}
+	return fmt.Errorf("%w: major version %d", ErrUnknownVersion, major)
+}
+
+func parseHeaderBody(body []byte) (Header, error) {
+	var h Header
+	if len(body) < len(h.SegmentID) {
+		return Header{}, fmt.Errorf("%w: header body of %d bytes has no segment id", ErrBadBody, len(body))
+	}
+	copy(h.SegmentID[:], body)
+	body = body[len(h.SegmentID):]
+	seq, k := binary.Uvarint(body)
+	if k <= 0 {
+		return Header{}, fmt.Errorf("%w: header sequence number", ErrBadBody)
+	}
+	h.Seq, body = seq, body[k:]
+	writer, body, err := cutString(body, "writer identity")
+	if err != nil {
+		return Header{}, err
+	}
+	h.Writer = string(writer)
+	stream, body, err := cutString(body, "stream descriptor")
+	if err != nil {
+		return Header{}, err
+	}
+	if err := json.Unmarshal(stream, &h.Stream); err != nil {
+		return Header{}, fmt.Errorf("%w: header stream descriptor: %w", ErrBadBody, err)
+	}
+	catalog, _, err := cutString(body, "catalog")
+	if err != nil {
+		return Header{}, err
+	}
+	if err := json.Unmarshal(catalog, &h.Channels); err != nil {
+		return Header{}, fmt.Errorf("%w: header catalog: %w", ErrBadBody, err)
+	}
+	for _, c := range h.Channels {
+		if c.Stream != h.Stream.Stream {
+			return Header{}, fmt.Errorf("%w: %w: header channel %d is of %s, header stream is %s", ErrBadBody, ErrWrongStream, c.ID, c.Stream, h.Stream.Stream)
+		}
+	}
+	return h, nil
+}
+
+// cutString splits a uvarint-length-prefixed field off b.
+func cutString(b []byte, what string) (field, rest []byte, err error) {
+	size, k := binary.Uvarint(b)
+	if k <= 0 || size > uint64(len(b)-k) {
+		return nil, nil, fmt.Errorf("%w: header %s length", ErrBadBody, what)
+	}
+	end := k + int(size)
+	return b[k:end], b[end:], nil
+}
