@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"unicode/utf8"
 )
 
 // ErrChannelConflict is wrapped by the *ConflictError that [Catalog.Register]
@@ -18,6 +19,14 @@ var ErrChannelsExhausted = errors.New("frames: channel ids exhausted")
 // ErrEmptyChannelName is returned when a channel name is empty.
 var ErrEmptyChannelName = errors.New("frames: empty channel name")
 
+// ErrBadChannelName is returned for a channel name that is not valid UTF-8:
+// JSON catalogs could not keep it apart from other names.
+var ErrBadChannelName = errors.New("frames: channel name is not valid UTF-8")
+
+// ErrBadContent is returned for a content kind outside Bytes, TextStream
+// and JsonRecord.
+var ErrBadContent = errors.New("frames: unknown content kind")
+
 // A ConflictError reports a registration of Name with content Requested when
 // the catalog already holds Name with content Existing (spec §3.3). It wraps
 // [ErrChannelConflict].
@@ -28,6 +37,7 @@ type ConflictError struct {
 	Requested ChannelContent
 }
 
+// Error names the channel and both contents.
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("frames: channel %q (id %d) is registered as %s, not %s", e.Name, e.ID, e.Existing, e.Requested)
 }
@@ -59,11 +69,17 @@ func NewCatalog(stream StreamID, maxID ChannelID) *Catalog {
 
 // Register returns the id of name, allocating the next one if the name is
 // new; created reports whether it was. label may be nil. Errors:
-// [ErrEmptyChannelName], a *ConflictError (wrapping [ErrChannelConflict]),
+// [ErrEmptyChannelName], [ErrBadChannelName], [ErrBadContent], a *ConflictError (wrapping [ErrChannelConflict]),
 // [ErrChannelsExhausted].
 func (c *Catalog) Register(name string, label *string, content ChannelContent) (d ChannelDescriptor, created bool, err error) {
 	if name == "" {
 		return ChannelDescriptor{}, false, ErrEmptyChannelName
+	}
+	if !utf8.ValidString(name) {
+		return ChannelDescriptor{}, false, fmt.Errorf("%w: %q", ErrBadChannelName, name)
+	}
+	if content.Kind > KindJSONRecord {
+		return ChannelDescriptor{}, false, fmt.Errorf("%w: %d", ErrBadContent, content.Kind)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

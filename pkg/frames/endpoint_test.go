@@ -91,6 +91,12 @@ func TestEndpointCatalogIDsAndConflicts(t *testing.T) {
 	if _, err := e.RegisterChannel("", Bytes()); !errors.Is(err, ErrEmptyChannelName) {
 		t.Fatalf("empty name: err = %v", err)
 	}
+	if _, err := e.RegisterChannel("x\xff", Bytes()); !errors.Is(err, ErrBadChannelName) {
+		t.Fatalf("invalid UTF-8 name: err = %v", err)
+	}
+	if _, err := e.RegisterChannel("weird", ChannelContent{Kind: 9}); !errors.Is(err, ErrBadContent) {
+		t.Fatalf("unknown content: err = %v", err)
+	}
 }
 
 func TestCatalogExhaustionIsAnError(t *testing.T) {
