@@ -1,8 +1,29 @@
 #!/usr/bin/env bash
-# make demo: show the datastream's live pipe on an embedded default.
-set -euo pipefail
-ds=${1:-bin/ds}
-"$ds" --version
+# make demo: the main job on an embedded default. Wraps a small build-like
+# command that writes to stdout and stderr and fails, then reads the capture
+# back with ds log and ds info.
+set -uo pipefail
+ds=$(realpath "${1:-bin/ds}")
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+cat > "$out/build.sh" <<'EOS'
+echo "compiling foo.c"
+echo "foo.c:3: warning: unused variable x" >&2
+printf "linking "; sleep 0.2; echo "foo"
+for i in 1 2 3; do printf "\rprogress %d/3" "$i"; sleep 0.05; done; echo
+echo "FAIL: test_foo (expected 2, got 3)" >&2
+exit 2
+EOS
+echo "\$ ds wrap -o demo.dss -- sh build.sh     # a build that warns, draws a progress bar and fails"
+(cd "$out" && "$ds" wrap -o demo.dss --label build -- sh build.sh)
+echo "(ds wrap exited with status $?, the command's own)"
 echo
-echo "== the live pipe (pkg/frames): register, submit, tick, subscribe"
-go test -run '^Example' -v ./pkg/frames | sed -n '/^=== RUN/d;/^--- PASS/d;/^PASS/d;/^ok/d;p'
+echo "\$ ds log demo.dss"
+"$ds" log "$out/demo.dss"
+echo
+echo "\$ ds log demo.dss | grep FAIL"
+"$ds" log "$out/demo.dss" | grep FAIL
+echo
+echo "\$ ds info demo.dss"
+"$ds" info "$out/demo.dss" | sed "s|$out/||"

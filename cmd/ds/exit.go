@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 )
 
 // Exit statuses, part of the interface (man/ds.1 EXIT STATUS; STYLE.md §5).
@@ -48,6 +49,11 @@ func exitCode(err error, stderr io.Writer) int {
 	if errors.As(err, &st) {
 		return st.code
 	}
+	var we *wrapError
+	if errors.As(err, &we) {
+		fmt.Fprintf(stderr, "ds: %v\n", err)
+		return exitWrapFailure
+	}
 	var ue *usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(stderr, "ds: %v\nRun 'ds --help' for usage.\n", err)
@@ -60,3 +66,7 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	return exitFailure
 }
+
+// isEPIPE reports a write to a closed pipe (ds log … | head): not an error
+// worth reporting.
+func isEPIPE(err error) bool { return errors.Is(err, syscall.EPIPE) }

@@ -56,6 +56,15 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 		return usagef("no command given")
 	}
 	setUsageErrors(root)
+	for _, c := range root.Commands {
+		if c.Name == "wrap" {
+			// ds wrap's own failures, usage included, exit 125 so that they
+			// cannot be taken for the child's status.
+			c.OnUsageError = func(_ context.Context, _ *cli.Command, err error, _ bool) error {
+				return &wrapError{&usageError{err}}
+			}
+		}
+	}
 	return root
 }
 

@@ -64,14 +64,20 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// truncate FILE N: cut FILE to N bytes.
+// truncate FILE N: cut FILE to N bytes (negative N: remove -N bytes).
 func cmdTruncate(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: truncate FILE N")
 	}
 	n, err := strconv.ParseInt(args[1], 10, 64)
 	ts.Check(err)
-	ts.Check(os.Truncate(ts.MkAbs(args[0]), n))
+	path := ts.MkAbs(args[0])
+	if n < 0 {
+		fi, err := os.Stat(path)
+		ts.Check(err)
+		n += fi.Size()
+	}
+	ts.Check(os.Truncate(path, n))
 }
 
 // flipbyte FILE OFFSET: invert every bit of the byte at OFFSET (negative

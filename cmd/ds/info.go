@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/ds-telemetry/ds/pkg/views"
+)
+
+func infoCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "info",
+		Usage:     "summarise captures: streams, channels, gaps, drops, damage",
+		UsageText: "ds info [--json] INPUT…",
+		Description: `For each input: its size, segments and damaged ranges (torn tail, bytes
+skipped). For each stream: node, life, origin, label, first and last
+position, frame count and payload bytes, channels (id, name, content,
+frames, bytes), interior gaps, duplicates, the mux drops of the last
+datastream.health record, whether it ended cleanly (a StreamEnded record)
+and how its process exited, and its time span from datastream.clock
+records. --json prints the same as one JSON document.
+
+Exit status 3 when an input is damaged.`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
+		},
+		Action: infoAction,
+	}
+}
+
+func infoAction(ctx context.Context, c *cli.Command) error {
+	root := c.Root()
+	info := views.NewInfo(0)
+	err := scanInputs(ctx, c.Args().Slice(), root.Reader, root.ErrWriter, false, func(in *input) views.Sink {
+		info.File(in.name)
+		if in.size >= 0 {
+			info.FileSize(in.size)
+		}
+		return info
+	})
+	files, streams := info.Summary()
+	var werr error
+	if c.Bool("json") {
+		werr = views.WriteInfoJSON(root.Writer, files, streams)
+	} else {
+		werr = views.WriteInfoText(root.Writer, files, streams)
+	}
+	if werr != nil && !isEPIPE(werr) && err == nil {
+		return werr
+	}
+	return err
+}

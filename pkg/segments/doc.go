@@ -1,0 +1,28 @@
+// Package segments writes and reads DSS captures, the segment files and
+// byte streams of ds (specification: man/ds-format.5, ds-format(5)). It is
+// the transport and ingest stage of the pipeline (DESIGN.md §1):
+//
+//	producers → endpoint/catalog → mux → fanout → transport → ingest → views
+//	                                              └──── segments ────┘
+//
+// A [Writer] turns one stream's events (channel declarations, frames, the
+// stream's end) into segments: a self-describing header (magic
+// 89 44 53 53 0D 0A 1A 0A, version, writer identity, stream descriptor, full
+// catalog) followed by CRC32C-protected records, plain or batched in zstd
+// blocks, with a new segment every few MiB. It never seeks, so it writes to
+// files, pipes and sockets alike; it buffers until [Writer.Flush], which a
+// producer calls at every drain tick.
+//
+// A [Reader] reads any sequence of segments of any streams: a file, stdin,
+// or `cat a.dss b.dss`. It returns entries in input order with
+// [Reader.Next], which ends with io.EOF at a clean end. Damage does not stop
+// it: a torn tail, a flipped byte or bytes that are not DSS are reported as
+// a *[CorruptError] carrying the damaged byte range [Offset, End), and
+// reading goes on at the next good record or segment. A payload holding DSS
+// bytes is never taken for records; no length field makes it allocate more
+// than the documented maxima; every input is read to its end.
+//
+// Encoding of single records lives in package wireformat, whose sentinel
+// errors (wireformat.ErrChecksum, ErrBadMagic, ErrUnknownVersion, …) the
+// CorruptError wraps. Payloads are opaque here: only views decode them.
+package segments

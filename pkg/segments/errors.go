@@ -1,0 +1,44 @@
+package segments
+
+import (
+	"errors"
+	"fmt"
+)
+
+// A CorruptError reports damaged or truncated capture data: the byte range
+// [Offset, End) of the input could not be read. Offset is the start of the
+// first bad header or record; End is where reading resumed (or the end of
+// input). Err says why, and is matched with errors.Is:
+//
+//   - io.ErrUnexpectedEOF: the header or record at Offset is cut short, by
+//     the end of input (a torn tail: End is the input size) or by the next
+//     valid record or segment (a torn write followed by more data);
+//   - wireformat.ErrBadMagic: bytes where a segment header should start,
+//     including bytes before the first segment;
+//   - wireformat.ErrUnknownVersion: a segment of a newer major version, skipped
+//     up to the next segment;
+//   - wireformat.ErrChecksum, ErrTooLarge, ErrBadTag, ErrBadEscape,
+//     ErrBadBody, ErrWrongStream: a header or record that fails its checks.
+//
+// A CorruptError from [Reader.Next] is not sticky: the next call goes on
+// after the damaged range.
+type CorruptError struct {
+	Offset int64 // input offset of the first damaged byte
+	End    int64 // input offset where reading resumed; End > Offset
+	Err    error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("segments: corrupt data at offset %d (%d bytes): %v", e.Offset, e.End-e.Offset, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+var (
+	// ErrClosed is returned by a [Writer] used after Close.
+	ErrClosed = errors.New("segments: writer closed")
+
+	// ErrConflict means a channel declared twice with different
+	// descriptors.
+	ErrConflict = errors.New("segments: channel already declared with another descriptor")
+)

@@ -1,0 +1,167 @@
+package segments
+
+import (
+	"bytes"
+	"io"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+)
+
+// FuzzReader reads arbitrary input: the reader must not panic, must end
+// with io.EOF, report ordered, non-empty damaged ranges inside the input,
+// keep its buffer proportional to the input, and whatever it reads must
+// re-encode (through Writers) to captures that read the same. `go test`
+// runs it on the fixtures; fuzz it with
+// `go test -run='^$' -fuzz=FuzzReader -fuzztime=2m ./pkg/segments`.
+func FuzzReader(f *testing.F) {
+	fx := fixtures(f)
+	for _, name := range slices.Sorted(maps.Keys(fx)) {
+		f.Add(fx[name])
+	}
+	f.Add([]byte{})
+	f.Add(sweepCapture(f, sweepConfigs[1].opts))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := NewReader(bytes.NewReader(data), ReaderOptions{})
+		res := readFrom(t, r, len(data))
+		if res.err != io.EOF {
+			t.Fatalf("final error %v", res.err)
+		}
+		if c := cap(r.buf); c > 2*len(data)+2*readBufferSize {
+			t.Fatalf("%d bytes of input grew the buffer to %d", len(data), c)
+		}
+		end := int64(0)
+		for _, it := range res.order {
+			switch it := it.(type) {
+			case *CorruptError:
+				if it.Offset < end || it.End > int64(len(data)) {
+					t.Fatalf("damaged range [%d, %d) after offset %d, input of %d bytes", it.Offset, it.End, end, len(data))
+				}
+				end = it.End
+			case Entry:
+				if it.Offset < end || it.Offset >= int64(len(data)) {
+					t.Fatalf("entry at %d, after offset %d, input of %d bytes", it.Offset, end, len(data))
+				}
+				end = it.Offset
+			}
+		}
+		fed, again := reencode(t, res.entries)
+		res2 := readAll(t, again, ReaderOptions{})
+		if res2.err != io.EOF || len(res2.corrupt) > 0 {
+			t.Fatalf("re-encoded capture: %v, %v", res2.corrupt, res2.err)
+		}
+		for _, s := range streamsOf(fed) {
+			if diff := cmp.Diff(eventsOf(fed, s), eventsOf(toEvents(res2.entries), s), eventCmp); diff != "" {
+				t.Fatalf("stream %s re-encoded (-fed +read):\n%s", s, diff)
+			}
+		}
+	})
+}
+
+// reencode writes entries again, one Writer per stream, and returns the
+// events the writers accepted (in the form toEvents gives) and the
+// concatenated output.
+func reencode(t *testing.T, entries []Entry) ([]frames.Event, []byte) {
+	type out struct {
+		w      *Writer
+		buf    bytes.Buffer
+		closed bool
+	}
+	outs := map[frames.StreamID]*out{}
+	var order []*out
+	var fed []frames.Event
+	declared := map[frames.ChannelRef]bool{}
+	declare := func(o *out, d frames.ChannelDescriptor) {
+		ref := frames.ChannelRef{Stream: d.Stream, Channel: d.ID}
+		if declared[ref] || o.closed {
+			return
+		}
+		if err := o.w.DeclareChannel(d); err == nil {
+			declared[ref] = true
+			fed = append(fed, frames.ChannelDeclaredEvent(d))
+		}
+	}
+	for _, e := range entries {
+		o := outs[e.Stream]
+		if o == nil && e.Kind != EntrySegment {
+			continue
+		}
+		switch e.Kind {
+		case EntrySegment:
+			if o == nil {
+				o = &out{}
+				w, err := NewWriter(&o.buf, e.Header.Stream, nil, WriterOptions{Rand: detRand(1)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.w = w
+				outs[e.Stream] = o
+				order = append(order, o)
+				fed = append(fed, frames.StreamDeclaredEvent(e.Header.Stream))
+			}
+			for _, d := range e.Header.Channels {
+				declare(o, d)
+			}
+		case EntryChannel:
+			declare(o, *e.Channel)
+		case EntryFrame:
+			if !o.closed && o.w.WriteFrame(e.Frame) == nil {
+				fed = append(fed, frameEvent(e.Stream, e.Frame))
+			}
+		case EntryStreamEnded:
+			if !o.closed {
+				if err := o.w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				o.closed = true
+				fed = append(fed, frames.StreamEndedEvent(e.Stream))
+			}
+		}
+	}
+	var all []byte
+	for _, o := range order {
+		if !o.closed {
+			if err := o.w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all = append(all, o.buf.Bytes()...)
+	}
+	return fed, all
+}
+
+func eventStream(e frames.Event) frames.StreamID {
+	switch e.Kind {
+	case frames.EventStreamDeclared:
+		return e.Stream.Stream
+	case frames.EventChannelDeclared:
+		return e.Channel.Stream
+	case frames.EventFrame:
+		return e.Frame.Channel.Stream
+	}
+	return e.Ended
+}
+
+func streamsOf(evs []frames.Event) []frames.StreamID {
+	var out []frames.StreamID
+	for _, e := range evs {
+		if s := eventStream(e); !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func eventsOf(evs []frames.Event, s frames.StreamID) []frames.Event {
+	var out []frames.Event
+	for _, e := range evs {
+		if eventStream(e) == s {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,633 @@
+package segments
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/wireformat"
+)
+
+// EntryKind says what an [Entry] holds.
+type EntryKind uint8
+
+const (
+	// EntrySegment is a segment header: Entry.Header.
+	EntrySegment EntryKind = iota + 1
+	// EntryChannel is a ChannelDeclared record: Entry.Channel.
+	EntryChannel
+	// EntryFrame is a Frame record: Entry.Frame.
+	EntryFrame
+	// EntryStreamEnded is a StreamEnded record of Entry.Stream.
+	EntryStreamEnded
+	// EntryUnknown is a record this reader cannot interpret and skipped:
+	// a reserved record type (Entry.Type), or a Block of an unknown codec
+	// (Entry.Err wraps wireformat.ErrUnknownCodec). Experimental record
+	// types are skipped without an entry.
+	EntryUnknown
+)
+
+var entryKindNames = [...]string{"", "Segment", "Channel", "Frame", "StreamEnded", "Unknown"}
+
+// String returns "Segment", "Channel", "Frame", "StreamEnded" or "Unknown".
+func (k EntryKind) String() string {
+	if k >= 1 && int(k) < len(entryKindNames) {
+		return entryKindNames[k]
+	}
+	return fmt.Sprintf("EntryKind(%d)", uint8(k))
+}
+
+// Entry is one item of a capture, as returned by [Reader.Next]. Exactly the
+// fields of its Kind are set, plus Offset and Stream.
+type Entry struct {
+	Kind EntryKind
+	// Offset is the input offset of the header or record, in bytes. Records
+	// read from a Block share the offset of the block.
+	Offset int64
+	// Stream is the stream of the segment the entry belongs to.
+	Stream frames.StreamID
+
+	Header  *wireformat.Header        // EntrySegment
+	Channel *frames.ChannelDescriptor // EntryChannel
+	Frame   frames.Frame              // EntryFrame
+	Type    wireformat.RecordType     // EntryUnknown: the record type
+	Err     error                     // EntryUnknown: why it was skipped, if not for its type
+}
+
+// Defaults of [ReaderOptions].
+const (
+	// DefaultPollInterval is how long a following reader waits at the end
+	// of input before it reads again.
+	DefaultPollInterval = 100 * time.Millisecond
+)
+
+// Buffer sizes of a Reader, in bytes. The buffer starts small, so that
+// reading a short capture costs little, doubles while reads fill it, up to
+// readBufferSize, and grows beyond only to hold the largest header or
+// record met, within the limits.
+const (
+	initialBufferSize = 4 << 10
+	readBufferSize    = 256 << 10
+)
+
+// ReaderOptions configures a [Reader]. The zero value is valid.
+type ReaderOptions struct {
+	// MaxRecordSize is the largest stored record body accepted, in bytes: 0
+	// means wireformat.DefaultMaxRecordSize (4 MiB); it is capped at
+	// wireformat.MaxRecordSize. Longer records are damage.
+	MaxRecordSize int
+	// Follow makes the reader wait for more input at its end instead of
+	// returning io.EOF, like tail -f (ds-format(5) "Following a growing
+	// file"). It is meant for regular files that another process appends
+	// to; an incomplete record at the end is awaited, not reported.
+	Follow bool
+	// PollInterval is how long a following reader waits before it reads
+	// again at the end of input: 0 means DefaultPollInterval.
+	PollInterval time.Duration
+	// Context, if not nil, ends a following reader's waits: Next then
+	// returns Context.Err(). It is not consulted otherwise.
+	Context context.Context
+}
+
+// A Reader reads a DSS capture (ds-format(5)): any sequence of segments of
+// any streams, from a file, a pipe or a concatenation of captures. It
+// reports every segment header, channel declaration, frame and stream end
+// in input order, resynchronises after damage and reports the damaged
+// ranges, and reads every input to its end.
+//
+// A Reader buffers its input and never allocates more than its buffer
+// (which grows to hold the largest header or record met: at most
+// wireformat.MaxHeaderSize plus the maximum record size), one block of
+// wireformat.MaxBlockSize and its scanning checkpoints, whatever the input
+// claims. It is not safe for concurrent use.
+type Reader struct {
+	src          io.Reader
+	max          int
+	follow       bool
+	pollInterval time.Duration
+	ctx          context.Context
+
+	buf  []byte
+	r, w int   // unread input is buf[r:w]
+	base int64 // input offset of buf[0]
+	eof  bool  // src returned io.EOF and nothing was read since
+	err  error // sticky: a read error or the follow context's error
+
+	seg  *wireformat.Header // current segment; nil outside a readable one
+	seed uint32
+
+	block    []byte // content of the Block being returned
+	blockBuf []byte // storage for block, reused
+	blockPos int
+	blockOff int64
+
+	scanning bool // resync is running: keep idx.origin buffered
+	idx      crcIndex
+}
+
+// NewReader returns a Reader of src. It reads nothing yet: the first call
+// to [Reader.Next] does.
+func NewReader(src io.Reader, opts ReaderOptions) *Reader {
+	r := &Reader{src: src, max: opts.MaxRecordSize, follow: opts.Follow, pollInterval: opts.PollInterval, ctx: opts.Context}
+	if r.max <= 0 {
+		r.max = wireformat.DefaultMaxRecordSize
+	}
+	r.max = min(r.max, wireformat.MaxRecordSize)
+	if r.pollInterval <= 0 {
+		r.pollInterval = DefaultPollInterval
+	}
+	if r.ctx == nil {
+		r.ctx = context.Background()
+	}
+	return r
+}
+
+// Next returns the next entry of the capture. The frame payload it returns
+// belongs to the caller.
+//
+// At the end of input it returns io.EOF, if the input ends at a segment or
+// record boundary (an empty input is an empty capture). Damaged or
+// truncated input yields a *[CorruptError] with the damaged byte range,
+// after every complete entry before it; it is not sticky: the next call
+// goes on after the range. A torn tail is a *CorruptError wrapping
+// io.ErrUnexpectedEOF, followed by io.EOF. A segment of a newer major
+// version is a *CorruptError wrapping wireformat.ErrUnknownVersion.
+// Errors reading the input, and the context's error of a following reader,
+// are sticky: every later call returns them.
+//
+// Checksums are verified before Next returns an entry: a Block's records
+// are returned only after the whole block has been decoded and checked.
+func (r *Reader) Next() (Entry, error) {
+	var e Entry
+	err := r.NextInto(&e)
+	return e, err
+}
+
+// NextInto is [Reader.Next] for hot loops: it stores the entry in *e and
+// reuses the storage of e.Frame.Payload for the payload of a frame, so the
+// payload of the entry previously read into e is overwritten. Every other
+// field of *e is replaced.
+func (r *Reader) NextInto(e *Entry) error {
+	payload := e.Frame.Payload[:0]
+	*e = Entry{}
+	for {
+		if r.err != nil {
+			return r.err
+		}
+		if r.blockPos < len(r.block) {
+			if r.nextInner(e, payload) {
+				return nil
+			}
+			continue
+		}
+		err := r.fill(1)
+		if err == io.EOF {
+			if r.follow {
+				if err := r.wait(); err != nil {
+					return err
+				}
+				continue
+			}
+			return io.EOF
+		}
+		if err != nil {
+			return err
+		}
+		var done bool
+		if r.seg == nil || r.buf[r.r] == wireformat.Magic[0] {
+			done, err = r.readHeader(e)
+		} else {
+			done, err = r.readRecord(e, payload)
+		}
+		if done || err != nil {
+			return err
+		}
+	}
+}
+
+// pos returns the input offset of the next unread byte.
+func (r *Reader) pos() int64 { return r.base + int64(r.r) }
+
+// seek sets the read position to input offset p, which must be buffered.
+func (r *Reader) seek(p int64) { r.r = int(p - r.base) }
+
+// data returns input[a:b], which must be buffered.
+func (r *Reader) data(a, b int64) []byte { return r.buf[a-r.base : b-r.base] }
+
+// fill makes at least n bytes available at buf[r:], reading as needed. It
+// returns io.EOF if the input ends first (all of it then being buffered),
+// or a sticky read error.
+func (r *Reader) fill(n int) error {
+	empty := 0
+	for r.w-r.r < n {
+		if r.eof {
+			return io.EOF
+		}
+		if r.err != nil {
+			return r.err
+		}
+		r.makeRoom(n)
+		m, err := r.src.Read(r.buf[r.w:])
+		r.w += m
+		switch {
+		case err == io.EOF:
+			r.eof = true
+		case err != nil:
+			r.err = fmt.Errorf("segments: read: %w", err)
+		case m == 0:
+			if empty++; empty >= 100 {
+				r.err = fmt.Errorf("segments: read: %w", io.ErrNoProgress)
+			}
+		}
+	}
+	return nil
+}
+
+// makeRoom makes room in buf to read into, on the way to holding n bytes
+// from r.r. It drops input before r.r (and, during a scan, before the
+// checkpoint index's origin), and grows buf by doubling while reads fill it
+// and the bytes it must keep need it, so that memory follows the input
+// actually read, not the lengths it claims.
+func (r *Reader) makeRoom(n int) {
+	if r.buf == nil {
+		r.buf = make([]byte, initialBufferSize)
+		return
+	}
+	if r.w < len(r.buf) {
+		return
+	}
+	keep := r.r
+	if r.scanning {
+		keep = min(keep, int(r.idx.origin-r.base))
+	}
+	live := r.w - keep
+	if live > len(r.buf)/2 || len(r.buf) < readBufferSize {
+		// Doubling keeps copying linear in the input read; the cap keeps
+		// the buffer within twice what the n bytes need.
+		size := min(2*len(r.buf), 2*max(r.r-keep+n, readBufferSize))
+		grown := make([]byte, size)
+		r.w = copy(grown, r.buf[keep:r.w])
+		r.buf = grown
+	} else {
+		r.w = copy(r.buf, r.buf[keep:r.w])
+	}
+	r.base += int64(keep)
+	r.r -= keep
+}
+
+// wait waits for more input in follow mode.
+func (r *Reader) wait() error {
+	if err := r.ctx.Err(); err != nil {
+		r.err = err
+		return err
+	}
+	t := time.NewTimer(r.pollInterval)
+	defer t.Stop()
+	select {
+	case <-r.ctx.Done():
+		r.err = r.ctx.Err()
+		return r.err
+	case <-t.C:
+	}
+	r.eof = false
+	return nil
+}
+
+// readHeader reads the segment header at the read position. It reports
+// whether *e holds an entry.
+func (r *Reader) readHeader(e *Entry) (bool, error) {
+	x := r.pos()
+	for {
+		h, n, err := wireformat.ParseHeader(r.buf[r.r:r.w])
+		if err == io.ErrUnexpectedEOF {
+			if err = r.fill(n); err == nil {
+				continue
+			}
+			if err != io.EOF {
+				return false, err
+			}
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			if !errors.Is(err, wireformat.ErrBadMagic) {
+				// A magic starts a real header (the writers' invariant):
+				// its segment is lost up to the next magic.
+				r.seg = nil
+			}
+			return r.damaged(x, err)
+		}
+		r.seek(x + int64(n))
+		r.seg, r.seed = &h, h.Seed()
+		*e = Entry{Kind: EntrySegment, Offset: x, Stream: h.Stream.Stream, Header: &h}
+		return true, nil
+	}
+}
+
+// readRecord reads the record at the read position. It reports whether *e
+// holds an entry.
+func (r *Reader) readRecord(e *Entry, payload []byte) (bool, error) {
+	x := r.pos()
+	for {
+		rec, n, err := wireformat.ParseRecord(r.buf[r.r:r.w], r.seed, r.max)
+		if err == io.ErrUnexpectedEOF {
+			if err = r.fill(n); err == nil {
+				continue
+			}
+			if err != io.EOF {
+				return false, err
+			}
+			return r.damaged(x, io.ErrUnexpectedEOF)
+		}
+		if errors.Is(err, wireformat.ErrBadEscape) {
+			r.seek(x + int64(n)) // sound framing: skip just this record
+			return false, &CorruptError{Offset: x, End: x + int64(n), Err: err}
+		}
+		if err != nil {
+			return r.damaged(x, err)
+		}
+		r.seek(x + int64(n))
+		if rec.Type == wireformat.TypeBlock {
+			return r.startBlock(x, n, rec.Body, e)
+		}
+		ok, err := r.decode(e, payload, rec, x)
+		if err != nil {
+			return false, &CorruptError{Offset: x, End: x + int64(n), Err: err}
+		}
+		return ok, nil
+	}
+}
+
+// decode fills *e from a record other than a Block. It reports whether the
+// record yields an entry (experimental records do not).
+func (r *Reader) decode(e *Entry, payload []byte, rec wireformat.Record, off int64) (bool, error) {
+	stream := r.seg.Stream.Stream
+	switch {
+	case rec.Type == wireformat.TypeFrame:
+		f, err := wireformat.ParseFrameBody(rec.Body)
+		if err != nil {
+			return false, err
+		}
+		f.Payload = append(payload, f.Payload...)
+		*e = Entry{Kind: EntryFrame, Offset: off, Stream: stream, Frame: f}
+	case rec.Type == wireformat.TypeChannelDeclared:
+		d, err := r.parseChannel(rec.Body)
+		if err != nil {
+			return false, err
+		}
+		*e = Entry{Kind: EntryChannel, Offset: off, Stream: stream, Channel: &d}
+	case rec.Type == wireformat.TypeStreamEnded:
+		*e = Entry{Kind: EntryStreamEnded, Offset: off, Stream: stream}
+	case rec.Type.Reserved():
+		*e = Entry{Kind: EntryUnknown, Offset: off, Stream: stream, Type: rec.Type}
+	default: // experimental
+		return false, nil
+	}
+	return true, nil
+}
+
+func (r *Reader) parseChannel(body []byte) (frames.ChannelDescriptor, error) {
+	d, err := wireformat.ParseChannelBody(body)
+	if err == nil && d.Stream != r.seg.Stream.Stream {
+		err = fmt.Errorf("%w: %w: channel %d is of %s, segment of %s", wireformat.ErrBadBody, wireformat.ErrWrongStream, d.ID, d.Stream, r.seg.Stream.Stream)
+	}
+	return d, err
+}
+
+// startBlock decodes and checks the Block record of n bytes at offset x,
+// whose records Next then returns one by one. It reports whether *e holds
+// an entry: a block of an unknown codec.
+func (r *Reader) startBlock(x int64, n int, body []byte, e *Entry) (bool, error) {
+	content, err := wireformat.DecodeBlock(r.blockBuf[:0], body)
+	if cap(content) > cap(r.blockBuf) {
+		r.blockBuf = content[:0]
+	}
+	if errors.Is(err, wireformat.ErrUnknownCodec) {
+		*e = Entry{Kind: EntryUnknown, Offset: x, Stream: r.seg.Stream.Stream, Type: wireformat.TypeBlock, Err: err}
+		return true, nil
+	}
+	if err == nil {
+		err = r.checkBlock(content)
+	}
+	if err != nil {
+		return false, &CorruptError{Offset: x, End: x + int64(n), Err: err}
+	}
+	r.block, r.blockPos, r.blockOff = content, 0, x
+	return false, nil
+}
+
+// checkBlock checks every inner record of a block before any is returned.
+func (r *Reader) checkBlock(content []byte) error {
+	for len(content) > 0 {
+		rec, n, err := wireformat.ParseInner(content)
+		if err == io.ErrUnexpectedEOF {
+			return fmt.Errorf("%w: block ends inside an inner record", wireformat.ErrBadBody)
+		}
+		if err != nil {
+			return err
+		}
+		switch rec.Type {
+		case wireformat.TypeFrame:
+			_, err = wireformat.ParseFrameBody(rec.Body)
+		case wireformat.TypeChannelDeclared:
+			_, err = r.parseChannel(rec.Body)
+		}
+		if err != nil {
+			return err
+		}
+		content = content[n:]
+	}
+	return nil
+}
+
+// nextInner fills *e from the next record of the current block, checked by
+// checkBlock. It reports whether the record yields an entry.
+func (r *Reader) nextInner(e *Entry, payload []byte) bool {
+	rec, n, _ := wireformat.ParseInner(r.block[r.blockPos:])
+	r.blockPos += n
+	ok, _ := r.decode(e, payload, rec, r.blockOff)
+	if r.blockPos >= len(r.block) {
+		r.block, r.blockPos = nil, 0
+	}
+	return ok
+}
+
+// damaged handles a header or record at offset x that failed with cause:
+// it resynchronises and returns the *CorruptError for the damaged range.
+//
+// In follow mode, when the input ends before a resume point, the verdict
+// waits for more input: an incomplete header or record may yet complete,
+// and the bytes after damage say where it ends. The reader goes back to x
+// and waits, as long as x is still buffered (input ending inside the
+// record at x drops nothing from the buffer; a long scan may); otherwise it
+// reports the range up to the first candidate the end of input left open.
+func (r *Reader) damaged(x int64, cause error) (bool, error) {
+	resume, found, err := r.resync(x + 1)
+	if err != nil {
+		return false, err
+	}
+	if !found && r.follow && x >= r.base {
+		r.seek(x)
+		return false, r.wait()
+	}
+	r.seek(resume)
+	return false, &CorruptError{Offset: x, End: resume, Err: cause}
+}
+
+// validTag[c] reports whether c can start a record: its type is valid.
+var validTag = func() (t [256]bool) {
+	for c := range t {
+		t[c] = wireformat.RecordType(c &^ wireformat.EscapedFlag).Valid()
+	}
+	return t
+}()
+
+// scanAhead is how many bytes a resynchronising scan keeps buffered ahead
+// of its position.
+const scanAhead = 4 << 10
+
+type candidate uint8
+
+const (
+	invalid  candidate = iota
+	valid              // a resume point
+	needMore           // incomplete at the end of input
+)
+
+// resync scans input from offset from for the first resume point of
+// ds-format(5) "Resynchronisation": a valid header, or, inside a segment, a
+// record valid under its seed, or, outside one, the magic and a major
+// version other than 1. It returns the point and true, or, when input ends first, the
+// offset where reading should go on and false: the end of input, or in
+// follow mode the first candidate that was incomplete at the end of input.
+func (r *Reader) resync(from int64) (int64, bool, error) {
+	r.scanning = true
+	defer func() { r.scanning = false }()
+	r.idx.reset(from)
+	undetermined := int64(-1)
+	for pos := from; ; {
+		r.seek(pos)
+		r.idx.trim(pos)
+		if err := r.fill(scanAhead); err != nil && err != io.EOF {
+			return 0, false, err
+		}
+		b := r.buf[r.r:r.w]
+		if len(b) == 0 {
+			break
+		}
+		limit := len(b)
+		if !r.eof {
+			limit -= wireformat.HeaderPrefixSize // check those after a refill
+		}
+		i := r.findCandidate(b, limit)
+		if i < 0 {
+			pos += int64(limit)
+			continue
+		}
+		cand := pos + int64(i)
+		switch r.checkCandidate(cand) {
+		case valid:
+			return cand, true, nil
+		case needMore:
+			if undetermined < 0 {
+				undetermined = cand
+			}
+		}
+		if r.err != nil {
+			return 0, false, r.err
+		}
+		pos = cand + 1
+	}
+	if r.follow && undetermined >= 0 {
+		return undetermined, false, nil
+	}
+	return r.base + int64(r.w), false, nil
+}
+
+// findCandidate returns the index in b[:limit] of the first byte that may
+// start a resume point, judging by the bytes of b at hand, or -1.
+func (r *Reader) findCandidate(b []byte, limit int) int {
+	magic := wireformat.Magic
+	for i := 0; i < limit; i++ {
+		c := b[i]
+		if c == magic[0] {
+			if n := min(len(magic), len(b)-i); string(b[i:i+n]) == magic[:n] {
+				return i
+			}
+			continue
+		}
+		if r.seg == nil {
+			j := bytes.IndexByte(b[i+1:limit], magic[0])
+			if j < 0 {
+				return -1
+			}
+			i += j
+			continue
+		}
+		if !validTag[c] {
+			continue
+		}
+		if i+5 <= len(b) && (b[i+4] != 0 || int(binary.LittleEndian.Uint32(b[i+1:])) > r.max) {
+			continue
+		}
+		return i
+	}
+	return -1
+}
+
+// checkCandidate checks whether a header or record that is valid for
+// resynchronisation starts at input offset c, reading as needed.
+func (r *Reader) checkCandidate(c int64) candidate {
+	r.seek(c)
+	if r.buf[r.r] == wireformat.Magic[0] {
+		if r.fill(wireformat.HeaderPrefixSize) != nil {
+			return needMore
+		}
+		b := r.buf[r.r:r.w]
+		if string(b[:len(wireformat.Magic)]) != wireformat.Magic {
+			return invalid
+		}
+		if b[len(wireformat.Magic)] != wireformat.MajorVersion {
+			// A segment of another version, which readHeader reports;
+			// but inside a segment, where one damaged byte of an escaped
+			// record (89 00 44 53 …) can forge a magic, only a header
+			// whose CRC checks is a resume point.
+			if r.seg == nil {
+				return valid
+			}
+			return invalid
+		}
+		size := binary.LittleEndian.Uint32(b[10:])
+		if size > wireformat.MaxHeaderSize {
+			return invalid
+		}
+		end := c + wireformat.HeaderPrefixSize + int64(size)
+		return r.checkCRC(c, end, 0)
+	}
+	if r.fill(5) != nil {
+		return needMore
+	}
+	b := r.buf[r.r:r.w]
+	size := binary.LittleEndian.Uint32(b[1:])
+	if b[4] != 0 || int(size) > r.max {
+		return invalid
+	}
+	return r.checkCRC(c, c+5+int64(size), r.seed)
+}
+
+// checkCRC reports whether input[end:end+4] holds CRC32C(seed prefix ‖
+// input[c:end]), reading as needed.
+func (r *Reader) checkCRC(c, end int64, seed uint32) candidate {
+	if r.fill(int(end+4-c)) != nil {
+		return needMore
+	}
+	stored := binary.LittleEndian.Uint32(r.data(end, end+4))
+	if r.idx.rangeCRC(seed, c, end, r.data) != stored {
+		return invalid
+	}
+	return valid
+}

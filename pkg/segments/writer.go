@@ -1,0 +1,459 @@
+package segments
+
+import (
+	"cmp"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/wireformat"
+)
+
+// Compression selects how a [Writer] stores frames.
+type Compression uint8
+
+const (
+	// CompressNone writes every record plain.
+	CompressNone Compression = iota
+	// CompressZstd batches frames into zstd Block records of up to
+	// WriterOptions.BlockSize bytes of uncompressed records.
+	CompressZstd
+)
+
+// String returns "none" or "zstd", the spellings of --compress.
+func (c Compression) String() string {
+	switch c {
+	case CompressNone:
+		return "none"
+	case CompressZstd:
+		return "zstd"
+	}
+	return fmt.Sprintf("Compression(%d)", uint8(c))
+}
+
+// ParseCompression accepts "none" and "zstd".
+func ParseCompression(s string) (Compression, error) {
+	switch s {
+	case "none":
+		return CompressNone, nil
+	case "zstd":
+		return CompressZstd, nil
+	}
+	return 0, fmt.Errorf("segments: unknown compression %q (want none or zstd)", s)
+}
+
+// Defaults of [WriterOptions].
+const (
+	// DefaultSegmentSize is the segment size, in bytes, at which a Writer
+	// starts a new segment (4 MiB).
+	DefaultSegmentSize = 4 << 20
+	// DefaultWriterID is the writer identity a Writer puts in its headers
+	// unless told otherwise.
+	DefaultWriterID = "ds"
+)
+
+// writeChunk is the amount of buffered output, in bytes, at which a Writer
+// writes to its io.Writer without waiting for Flush.
+const writeChunk = 256 << 10
+
+// WriterOptions configures a [Writer]. The zero value is valid.
+type WriterOptions struct {
+	// SegmentSize is the size, in bytes, after which the writer starts a
+	// new segment at the next record (ds-format(5) "SEGMENT ROTATION").
+	// 0 means DefaultSegmentSize.
+	SegmentSize int64
+	// Compression selects plain records or zstd blocks.
+	Compression Compression
+	// BlockSize is the uncompressed size, in bytes, at which a zstd block
+	// is closed: 0 means wireformat.DefaultBlockSize; it is capped at
+	// wireformat.MaxBlockSize.
+	BlockSize int
+	// WriterID is the writer identity of the headers, e.g. "ds 0.1.0":
+	// UTF-8 without control characters. "" means DefaultWriterID.
+	WriterID string
+	// Rand is the source of segment ids. nil means crypto/rand; tests pass
+	// a deterministic reader to make captures reproducible.
+	Rand io.Reader
+}
+
+// A Writer writes one stream as a DSS capture (ds-format(5)) to an
+// io.Writer. It never seeks. The first segment header (with the stream
+// descriptor and the catalog given to [NewWriter]) is written with the first
+// flush; a new segment, whose header carries the full catalog, starts
+// whenever the current one has reached WriterOptions.SegmentSize.
+//
+// Records are buffered: [Writer.Flush] writes them out (call it at every
+// drain tick), [Writer.Sync] also syncs the file, and [Writer.Close] ends
+// the stream. Output may also be written at any time when the buffer
+// fills. Errors of the underlying io.Writer are sticky: once one occurs,
+// every later call returns it. Argument errors (a descriptor of another
+// stream, a payload over wireformat.MaxPayloadSize, a conflicting
+// declaration) are not sticky and write nothing.
+//
+// A Writer is not safe for concurrent use.
+type Writer struct {
+	w    io.Writer
+	opts WriterOptions
+	desc frames.StreamDescriptor
+	// catalog is every channel declared so far, sorted by id.
+	catalog []frames.ChannelDescriptor
+
+	buf      []byte // encoded records not yet written to w
+	block    []byte // inner records of the open zstd block
+	plainLen int    // size of the open block's records if written plain
+
+	started  bool // a segment header has been emitted
+	seq      uint64
+	segID    [8]byte
+	seed     uint32
+	segBytes int64 // bytes of the current segment emitted so far
+
+	err    error // sticky
+	closed bool
+}
+
+// NewWriter returns a Writer of the stream desc to w, whose first segment
+// header will carry catalog (which may be nil). Every descriptor of catalog
+// must be of desc.Stream, with distinct ids. NewWriter writes nothing to w.
+// It returns an error for invalid options or catalog.
+func NewWriter(w io.Writer, desc frames.StreamDescriptor, catalog []frames.ChannelDescriptor, opts WriterOptions) (*Writer, error) {
+	if opts.SegmentSize <= 0 {
+		opts.SegmentSize = DefaultSegmentSize
+	}
+	if opts.BlockSize <= 0 {
+		opts.BlockSize = wireformat.DefaultBlockSize
+	}
+	opts.BlockSize = min(opts.BlockSize, wireformat.MaxBlockSize)
+	if opts.WriterID == "" {
+		opts.WriterID = DefaultWriterID
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.Reader
+	}
+	if opts.Compression > CompressZstd {
+		return nil, fmt.Errorf("segments: unknown compression %d", opts.Compression)
+	}
+	sw := &Writer{w: w, opts: opts, desc: desc}
+	for _, d := range catalog {
+		i, found, err := sw.lookup(d)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			sw.catalog = slices.Insert(sw.catalog, i, d)
+		}
+	}
+	if err := sw.startSegment(); err != nil {
+		return nil, err
+	}
+	return sw, nil
+}
+
+// lookup checks d against the catalog: it returns where d belongs, whether
+// an identical declaration exists, or an error for a descriptor of another
+// stream or a conflicting one.
+func (w *Writer) lookup(d frames.ChannelDescriptor) (i int, found bool, err error) {
+	if d.Stream != w.desc.Stream {
+		return 0, false, fmt.Errorf("segments: channel %d %q is of stream %s, writer is of %s: %w", d.ID, d.Name, d.Stream, w.desc.Stream, wireformat.ErrWrongStream)
+	}
+	i, found = slices.BinarySearchFunc(w.catalog, d.ID, func(c frames.ChannelDescriptor, id frames.ChannelID) int {
+		return cmp.Compare(c.ID, id)
+	})
+	if found && !sameDescriptor(w.catalog[i], d) {
+		return 0, false, fmt.Errorf("%w: channel %d %q, then %q (%s)", ErrConflict, d.ID, w.catalog[i].Name, d.Name, d.Content)
+	}
+	return i, found, nil
+}
+
+func sameDescriptor(a, b frames.ChannelDescriptor) bool {
+	return a.Stream == b.Stream && a.ID == b.ID && a.Name == b.Name &&
+		((a.Label == nil) == (b.Label == nil)) && (a.Label == nil || *a.Label == *b.Label) &&
+		a.Content.Equal(b.Content)
+}
+
+// startSegment emits the header of a new segment with a fresh id.
+func (w *Writer) startSegment() error {
+	if w.started {
+		w.seq++
+	}
+	h := wireformat.Header{Seq: w.seq, Writer: w.opts.WriterID, Stream: w.desc, Channels: w.catalog}
+	for try := 0; ; try++ {
+		if _, err := io.ReadFull(w.opts.Rand, h.SegmentID[:]); err != nil {
+			return fmt.Errorf("segments: segment id: %w", err)
+		}
+		n := len(w.buf)
+		var err error
+		w.buf, err = wireformat.AppendHeader(w.buf, &h)
+		if errors.Is(err, wireformat.ErrMagicInHeader) && try < 16 {
+			continue // the random id or the CRC formed the magic: draw again
+		}
+		if err != nil {
+			return fmt.Errorf("segments: segment header: %w", err)
+		}
+		w.started = true
+		w.segID, w.seed = h.SegmentID, h.Seed()
+		w.segBytes = int64(len(w.buf) - n)
+		return nil
+	}
+}
+
+// check returns the error that a write call must return before doing
+// anything.
+func (w *Writer) check() error {
+	if w.closed {
+		return ErrClosed
+	}
+	return w.err
+}
+
+// beginRecord starts a new segment if the current one is full. It is
+// called before every record but StreamEnded.
+func (w *Writer) beginRecord() error {
+	if w.segBytes < w.opts.SegmentSize {
+		return nil
+	}
+	if err := w.startSegment(); err != nil {
+		w.err = err
+		return err
+	}
+	return nil
+}
+
+// endRecord accounts for a record of n bytes and writes the buffer out if
+// it is large.
+func (w *Writer) endRecord(n int) error {
+	w.segBytes += int64(n)
+	if len(w.buf) >= writeChunk {
+		return w.writeBuf()
+	}
+	return nil
+}
+
+func (w *Writer) writeBuf() error {
+	if len(w.buf) == 0 || w.err != nil {
+		return w.err
+	}
+	_, err := w.w.Write(w.buf)
+	w.buf = w.buf[:0]
+	if err != nil {
+		w.err = fmt.Errorf("segments: write: %w", err)
+	}
+	return w.err
+}
+
+// DeclareChannel records a channel that appeared after the writer started:
+// a ChannelDeclared record, and an entry in the catalog of every later
+// segment header. d must be of the writer's stream (else an error wrapping
+// wireformat.ErrWrongStream). Declaring an id again with the same
+// descriptor does nothing; with another descriptor it is [ErrConflict].
+// After Close it returns [ErrClosed].
+func (w *Writer) DeclareChannel(d frames.ChannelDescriptor) error {
+	if err := w.check(); err != nil {
+		return err
+	}
+	i, found, err := w.lookup(d)
+	if err != nil || found {
+		return err
+	}
+	body, err := wireformat.AppendChannelBody(nil, &d)
+	if err != nil {
+		return fmt.Errorf("segments: %w", err)
+	}
+	if len(body) > wireformat.DefaultMaxRecordSize {
+		return fmt.Errorf("segments: channel %d: %w: descriptor of %d bytes", d.ID, wireformat.ErrTooLarge, len(body))
+	}
+	// Frames written before the declaration go out first, so that a
+	// segment started for the block cannot announce the channel early.
+	if err := w.endBlock(); err != nil {
+		return err
+	}
+	w.catalog = slices.Insert(w.catalog, i, d)
+	return w.writePlain(wireformat.Record{Type: wireformat.TypeChannelDeclared, Body: body})
+}
+
+// writePlain ends the open block and writes rec as a plain record.
+func (w *Writer) writePlain(rec wireformat.Record) error {
+	if err := w.endBlock(); err != nil {
+		return err
+	}
+	if err := w.beginRecord(); err != nil {
+		return err
+	}
+	n := len(w.buf)
+	var err error
+	if w.buf, err = wireformat.AppendRecord(w.buf, w.seed, rec); err != nil {
+		w.err = fmt.Errorf("segments: %w", err)
+		return w.err
+	}
+	return w.endRecord(len(w.buf) - n)
+}
+
+// WriteFrame writes one frame of the writer's stream. Its channel need not
+// have been declared. The payload is copied; the caller may reuse it. It
+// returns an error wrapping wireformat.ErrTooLarge, and writes nothing, if
+// the payload exceeds wireformat.MaxPayloadSize. After Close it returns
+// [ErrClosed].
+func (w *Writer) WriteFrame(f frames.Frame) error {
+	if err := w.check(); err != nil {
+		return err
+	}
+	if len(f.Payload) > wireformat.MaxPayloadSize {
+		return fmt.Errorf("segments: frame at position %d: %w: payload of %d bytes (at most %d)", f.Position, wireformat.ErrTooLarge, len(f.Payload), wireformat.MaxPayloadSize)
+	}
+	if w.opts.Compression == CompressZstd {
+		size := wireformat.InnerFrameSize(f)
+		if size <= w.opts.BlockSize {
+			if len(w.block)+size > w.opts.BlockSize {
+				if err := w.endBlock(); err != nil {
+					return err
+				}
+			}
+			w.block = wireformat.AppendInnerFrame(w.block, f)
+			w.plainLen += size + wireformat.RecordOverhead
+			return nil
+		}
+		if err := w.endBlock(); err != nil { // too large for a block: plain
+			return err
+		}
+	}
+	if err := w.beginRecord(); err != nil {
+		return err
+	}
+	n := len(w.buf)
+	var err error
+	if w.buf, err = wireformat.AppendFrame(w.buf, w.seed, f); err != nil {
+		return fmt.Errorf("segments: %w", err)
+	}
+	return w.endRecord(len(w.buf) - n)
+}
+
+// endBlock compresses the open block into a Block record, or writes its
+// records plain when compression does not make it smaller.
+func (w *Writer) endBlock() error {
+	if len(w.block) == 0 {
+		return nil
+	}
+	content := w.block
+	w.block = w.block[:0]
+	plainLen := w.plainLen
+	w.plainLen = 0
+	if err := w.beginRecord(); err != nil {
+		return err
+	}
+	n := len(w.buf)
+	var err error
+	w.buf, err = wireformat.AppendBlock(w.buf, w.seed, content)
+	if err != nil {
+		w.err = fmt.Errorf("segments: %w", err)
+		return w.err
+	}
+	if len(w.buf)-n < plainLen {
+		return w.endRecord(len(w.buf) - n)
+	}
+	w.buf = w.buf[:n]
+	for len(content) > 0 {
+		rec, size, err := wireformat.ParseInner(content)
+		if err != nil {
+			w.err = fmt.Errorf("segments: own block content: %w", err)
+			return w.err
+		}
+		content = content[size:]
+		if err := w.beginRecord(); err != nil {
+			return err
+		}
+		n := len(w.buf)
+		if w.buf, err = wireformat.AppendRecord(w.buf, w.seed, rec); err != nil {
+			w.err = fmt.Errorf("segments: %w", err)
+			return w.err
+		}
+		if err := w.endRecord(len(w.buf) - n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteEvent writes one datastream event of the writer's stream:
+// ChannelDeclared as [Writer.DeclareChannel], Frame as [Writer.WriteFrame],
+// StreamEnded as [Writer.Close]. A StreamDeclared event must describe the
+// writer's stream exactly and writes nothing (the headers carry the
+// descriptor). An event of another stream is an error wrapping
+// wireformat.ErrWrongStream. After Close it returns [ErrClosed].
+func (w *Writer) WriteEvent(e frames.Event) error {
+	if err := w.check(); err != nil {
+		return err
+	}
+	switch e.Kind {
+	case frames.EventStreamDeclared:
+		if e.Stream == nil || e.Stream.Stream != w.desc.Stream || e.Stream.Origin != w.desc.Origin ||
+			(e.Stream.Label == nil) != (w.desc.Label == nil) || (e.Stream.Label != nil && *e.Stream.Label != *w.desc.Label) {
+			return fmt.Errorf("segments: StreamDeclared event does not match the writer's stream %s: %w", w.desc.Stream, wireformat.ErrWrongStream)
+		}
+		return nil
+	case frames.EventChannelDeclared:
+		if e.Channel == nil {
+			return errors.New("segments: ChannelDeclared event without descriptor")
+		}
+		return w.DeclareChannel(*e.Channel)
+	case frames.EventFrame:
+		if e.Frame.Channel.Stream != w.desc.Stream {
+			return fmt.Errorf("segments: frame of stream %s, writer is of %s: %w", e.Frame.Channel.Stream, w.desc.Stream, wireformat.ErrWrongStream)
+		}
+		return w.WriteFrame(frames.Frame{Channel: e.Frame.Channel.Channel, Position: e.Frame.Position, Payload: e.Frame.Payload})
+	case frames.EventStreamEnded:
+		if e.Ended != w.desc.Stream {
+			return fmt.Errorf("segments: StreamEnded of stream %s, writer is of %s: %w", e.Ended, w.desc.Stream, wireformat.ErrWrongStream)
+		}
+		return w.Close()
+	}
+	return fmt.Errorf("segments: unknown event kind %v", e.Kind)
+}
+
+// Flush ends the open block and writes every buffered record to the
+// underlying io.Writer. Call it at every drain tick: a reader then sees
+// every record written so far. After Close it returns [ErrClosed].
+func (w *Writer) Flush() error {
+	if err := w.check(); err != nil {
+		return err
+	}
+	if err := w.endBlock(); err != nil {
+		return err
+	}
+	return w.writeBuf()
+}
+
+// Sync flushes, then commits the underlying io.Writer to stable storage if
+// it has a Sync method (an *os.File has). A failed sync is sticky.
+func (w *Writer) Sync() error {
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if s, ok := w.w.(interface{ Sync() error }); ok {
+		if err := s.Sync(); err != nil {
+			w.err = fmt.Errorf("segments: sync: %w", err)
+			return w.err
+		}
+	}
+	return nil
+}
+
+// Close ends the stream: it writes a StreamEnded record and flushes. It
+// does not close the underlying io.Writer. Calling Close again returns the
+// result of the first call; any other method then returns [ErrClosed].
+func (w *Writer) Close() error {
+	if w.closed {
+		return w.err
+	}
+	if w.err == nil {
+		if err := w.endBlock(); err == nil {
+			// StreamEnded never starts a segment.
+			w.buf, _ = wireformat.AppendRecord(w.buf, w.seed, wireformat.Record{Type: wireformat.TypeStreamEnded})
+			_ = w.writeBuf()
+		}
+	}
+	w.closed = true
+	return w.err
+}

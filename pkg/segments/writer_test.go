@@ -1,0 +1,310 @@
+package segments
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/wireformat"
+)
+
+// failWriter accepts limit bytes, then fails every write.
+type failWriter struct {
+	limit  int
+	n      int
+	writes int
+	closed bool
+	syncs  int
+}
+
+var errDiskFull = errors.New("disk full")
+
+func (w *failWriter) Write(p []byte) (int, error) {
+	w.writes++
+	if w.n+len(p) > w.limit {
+		k := max(0, w.limit-w.n)
+		w.n += k
+		return k, errDiskFull
+	}
+	w.n += len(p)
+	return len(p), nil
+}
+
+func (w *failWriter) Close() error { w.closed = true; return nil }
+func (w *failWriter) Sync() error  { w.syncs++; return nil }
+
+func TestWriterNewWriterErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		catalog []frames.ChannelDescriptor
+		opts    WriterOptions
+		wantErr error
+	}{
+		{name: "channel of another stream", catalog: []frames.ChannelDescriptor{channel(streamT, 1)}, wantErr: wireformat.ErrWrongStream},
+		{name: "conflicting ids", catalog: []frames.ChannelDescriptor{c1, {Stream: streamS, ID: 1, Name: "other"}}, wantErr: ErrConflict},
+		{name: "writer id with a newline", opts: WriterOptions{WriterID: "ds\n"}},
+		{name: "unknown compression", opts: WriterOptions{Compression: 9}},
+		{name: "failing id source", opts: WriterOptions{Rand: strings.NewReader("short")}, wantErr: io.ErrUnexpectedEOF},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewWriter(io.Discard, descS, tt.catalog, tt.opts)
+			if err == nil || (tt.wantErr != nil && !errors.Is(err, tt.wantErr)) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+	// The same descriptor twice is one channel.
+	if _, err := NewWriter(io.Discard, descS, []frames.ChannelDescriptor{c1, c1}, WriterOptions{}); err != nil {
+		t.Errorf("repeated descriptor: %v", err)
+	}
+}
+
+func TestWriterStickyError(t *testing.T) {
+	fw := &failWriter{limit: 500}
+	w, err := NewWriter(fw, descS, nil, WriterOptions{Rand: detRand(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first error
+	for i := range 10000 {
+		if err := w.WriteFrame(frames.Frame{Channel: 1, Position: frames.Position(i), Payload: bytes.Repeat([]byte("x"), 100)}); err != nil {
+			first = err
+			break
+		}
+	}
+	if !errors.Is(first, errDiskFull) {
+		t.Fatalf("first error = %v, want disk full", first)
+	}
+	writes := fw.writes
+	for _, call := range []func() error{
+		func() error { return w.WriteFrame(frames.Frame{Channel: 1}) },
+		func() error { return w.DeclareChannel(c2) },
+		w.Flush, w.Sync,
+	} {
+		if err := call(); err != first {
+			t.Errorf("later call: %v, want the first error %v", err, first)
+		}
+	}
+	if err := w.Close(); err != first {
+		t.Errorf("Close: %v, want %v", err, first)
+	}
+	if fw.writes != writes {
+		t.Errorf("%d writes after the error", fw.writes-writes)
+	}
+}
+
+func TestWriterClose(t *testing.T) {
+	fw := &failWriter{limit: 1 << 20}
+	w, err := NewWriter(fw, descS, []frames.ChannelDescriptor{c1}, WriterOptions{Rand: detRand(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fw.writes != 0 {
+		t.Errorf("NewWriter wrote %d times", fw.writes)
+	}
+	if err := w.WriteFrame(frames.Frame{Channel: 1, Payload: []byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(); err != nil || fw.syncs != 1 || fw.writes != 1 {
+		t.Fatalf("Sync: %v, %d syncs, %d writes", err, fw.syncs, fw.writes)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fw.closed {
+		t.Error("Close closed the underlying writer")
+	}
+	if err := w.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	for name, call := range map[string]func() error{
+		"WriteFrame":     func() error { return w.WriteFrame(frames.Frame{Channel: 1}) },
+		"DeclareChannel": func() error { return w.DeclareChannel(c2) },
+		"Flush":          w.Flush,
+		"Sync":           w.Sync,
+		"WriteEvent":     func() error { return w.WriteEvent(frames.StreamEndedEvent(streamS)) },
+	} {
+		if err := call(); !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+}
+
+// TestWriterArgumentErrors checks that bad arguments write nothing and do
+// not poison the writer.
+func TestWriterArgumentErrors(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, descS, []frames.ChannelDescriptor{c1}, WriterOptions{Rand: detRand(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		call    func() error
+		wantErr error
+	}{
+		{"channel of another stream", func() error { return w.DeclareChannel(channel(streamT, 2)) }, wireformat.ErrWrongStream},
+		{"conflicting declaration", func() error {
+			return w.DeclareChannel(frames.ChannelDescriptor{Stream: streamS, ID: 1, Name: "host.resource", Content: frames.TextStream()})
+		}, ErrConflict},
+		{"payload too large", func() error {
+			return w.WriteFrame(frames.Frame{Channel: 1, Payload: make([]byte, wireformat.MaxPayloadSize+1)})
+		}, wireformat.ErrTooLarge},
+		{"frame event of another stream", func() error {
+			return w.WriteEvent(frameEvent(streamT, frames.Frame{Channel: 1}))
+		}, wireformat.ErrWrongStream},
+		{"stream declared differently", func() error { return w.WriteEvent(frames.StreamDeclaredEvent(descT)) }, wireformat.ErrWrongStream},
+		{"stream ended of another stream", func() error { return w.WriteEvent(frames.StreamEndedEvent(streamT)) }, wireformat.ErrWrongStream},
+		{"declaration without descriptor", func() error { return w.WriteEvent(frames.Event{Kind: frames.EventChannelDeclared}) }, nil},
+		{"zero event", func() error { return w.WriteEvent(frames.Event{}) }, nil},
+	}
+	for _, tt := range tests {
+		if err := tt.call(); err == nil || (tt.wantErr != nil && !errors.Is(err, tt.wantErr)) {
+			t.Errorf("%s: err = %v, want %v", tt.name, err, tt.wantErr)
+		}
+	}
+	// Still usable; a repeated identical declaration and the stream's own
+	// StreamDeclared write nothing.
+	for _, ev := range []frames.Event{frames.StreamDeclaredEvent(descS), frames.ChannelDeclaredEvent(c1), frameEvent(streamS, frames.Frame{Channel: 1, Payload: []byte("ok")})} {
+		if err := w.WriteEvent(ev); err != nil {
+			t.Fatalf("%v: %v", ev.Kind, err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res := readAll(t, buf.Bytes(), ReaderOptions{})
+	want := []frames.Event{frames.StreamDeclaredEvent(descS), frames.ChannelDeclaredEvent(c1), frameEvent(streamS, frames.Frame{Channel: 1, Payload: []byte("ok")}), frames.StreamEndedEvent(streamS)}
+	if diff := cmp.Diff(want, toEvents(res.entries), eventCmp); diff != "" || len(res.entries) != 3 {
+		t.Errorf("%d entries; events (-want +got):\n%s", len(res.entries), diff)
+	}
+}
+
+// recordTypes lists the record types of a capture in order ("H" for a
+// header).
+func recordTypes(t *testing.T, data []byte) string {
+	t.Helper()
+	var out []string
+	var seed uint32
+	for _, s := range spans(t, data) {
+		if s.header {
+			h, _, _ := wireformat.ParseHeader(data[s.start:])
+			seed = h.Seed()
+			out = append(out, "H")
+			continue
+		}
+		rec, _, _ := wireformat.ParseRecord(data[s.start:], seed, 0)
+		out = append(out, rec.Type.String())
+	}
+	return strings.Join(out, " ")
+}
+
+func TestWriterBlocks(t *testing.T) {
+	line := []byte("2026-11-30T08:00:00Z INFO request served path=/api/v1/items status=200\n")
+	t.Run("many frames per flush are compressed", func(t *testing.T) {
+		var evs []frames.Event
+		for i := range 2000 {
+			evs = append(evs, frameEvent(streamS, frames.Frame{Channel: 2, Position: frames.Position(i), Payload: line}))
+		}
+		var buf bytes.Buffer
+		w, _ := NewWriter(&buf, descS, nil, WriterOptions{Compression: CompressZstd, Rand: detRand(1)})
+		for _, ev := range evs {
+			if err := w.WriteEvent(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := recordTypes(t, buf.Bytes()); got != "H Block StreamEnded" {
+			t.Errorf("records: %s", got)
+		}
+		if buf.Len() > len(line)*len(evs)/10 {
+			t.Errorf("%d bytes of payload compressed to %d", len(line)*len(evs), buf.Len())
+		}
+	})
+	t.Run("one small frame per flush is written plain", func(t *testing.T) {
+		var buf bytes.Buffer
+		w, _ := NewWriter(&buf, descS, nil, WriterOptions{Compression: CompressZstd, Rand: detRand(1)})
+		for i := range 3 {
+			if err := w.WriteFrame(frames.Frame{Channel: 2, Position: frames.Position(i), Payload: []byte("tick\n")}); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := recordTypes(t, buf.Bytes()); got != "H Frame Frame Frame" {
+			t.Errorf("records: %s", got)
+		}
+	})
+	t.Run("a frame larger than a block is written plain", func(t *testing.T) {
+		var buf bytes.Buffer
+		w, _ := NewWriter(&buf, descS, nil, WriterOptions{Compression: CompressZstd, BlockSize: 1024, Rand: detRand(1)})
+		for i, p := range [][]byte{line, bytes.Repeat(line, 20), line} {
+			if err := w.WriteFrame(frames.Frame{Channel: 2, Position: frames.Position(i), Payload: p}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.DeclareChannel(c1); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := recordTypes(t, buf.Bytes()); got != "H Frame Frame Frame ChannelDeclared StreamEnded" {
+			t.Errorf("records: %s", got)
+		}
+	})
+}
+
+func TestWriterRotation(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, descS, []frames.ChannelDescriptor{c1}, WriterOptions{SegmentSize: 1000, Rand: detRand(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if i == 50 {
+			if err := w.DeclareChannel(c2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.WriteFrame(frames.Frame{Channel: 1, Position: frames.Position(i), Payload: bytes.Repeat([]byte{'x'}, 50)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var ids [][8]byte
+	start := int64(0)
+	for _, s := range spans(t, buf.Bytes()) {
+		if !s.header {
+			continue
+		}
+		h, _, _ := wireformat.ParseHeader(buf.Bytes()[s.start:])
+		if int(h.Seq) != len(ids) {
+			t.Errorf("segment %d has sequence number %d", len(ids), h.Seq)
+		}
+		for _, id := range ids {
+			if id == h.SegmentID {
+				t.Errorf("segment id %x reused", id)
+			}
+		}
+		ids = append(ids, h.SegmentID)
+		if len(ids) > 1 && s.start-start > 1000+100 {
+			t.Errorf("segment at %d is %d bytes, segment size 1000", start, s.start-start)
+		}
+		start = s.start
+	}
+	if len(ids) < 5 {
+		t.Errorf("%d segments, want several", len(ids))
+	}
+}
