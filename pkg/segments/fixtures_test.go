@@ -34,7 +34,9 @@ var update = os.Getenv("DS_UPDATE") != ""
 // smallEvents is a multi-channel capture of S: JSON records, two text
 // channels, one declared midway, and the end of the stream.
 func smallEvents() []frames.Event {
-	res := func(t int) []byte { return []byte(fmt.Sprintf(`{"cpu_pct":%.1f,"mem_mb":%d}`, 12.5+float64(t), 1024+t)) }
+	res := func(t int) []byte {
+		return []byte(fmt.Sprintf(`{"cpu_pct":%.1f,"mem_mb":%d}`, 12.5+float64(t), 1024+t))
+	}
 	ev := func(ch frames.ChannelID, pos frames.Position, p []byte) frames.Event {
 		return frameEvent(streamS, frames.Frame{Channel: ch, Position: pos, Payload: p})
 	}

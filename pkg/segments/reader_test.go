@@ -395,7 +395,7 @@ func TestReaderMemoryBounded(t *testing.T) {
 	c := newBuilder(t)
 	c.header(descS)
 	c.raw([]byte{byte(wireformat.TypeFrame), 0xFF, 0xFF, 0x3F, 0x00}) // claims 4 MiB
-	hdr := []byte(wireformat.Magic + "\x01\x00\xff\xff\xff\x00")     // claims 16 MiB
+	hdr := []byte(wireformat.Magic + "\x01\x00\xff\xff\xff\x00")      // claims 16 MiB
 	for _, in := range [][]byte{c.b, hdr, append(bytes.Repeat(hdr, 1000), c.b...)} {
 		r := NewReader(bytes.NewReader(in), ReaderOptions{})
 		readFrom(t, r, len(in))
@@ -411,7 +411,7 @@ func TestResyncCostLinear(t *testing.T) {
 	c := newBuilder(t)
 	c.header(descS)
 	unit := []byte{byte(wireformat.TypeFrame), 0xF0, 0xFF, 0x3F, 0x00, 1, 0, 'x'} // claims ~4 MiB each
-	c.raw([]byte{0})                                                               // damage: a zero tag
+	c.raw([]byte{0})                                                              // damage: a zero tag
 	c.raw(bytes.Repeat(unit, (2<<20)/len(unit)))
 	f := c.frame(1, 0, "found")
 	res := readAll(t, c.b, ReaderOptions{})
