@@ -121,10 +121,11 @@ type Reader struct {
 	seg  *wireformat.Header // current segment; nil outside a readable one
 	seed uint32
 
-	block    []byte // content of the Block being returned
-	blockBuf []byte // storage for block, reused
-	blockPos int
-	blockOff int64
+	block     []byte // content of the Block being returned
+	blockBuf  []byte // storage for block, reused
+	blockPos  int
+	blockOff  int64
+	blockNext frames.Position // position expected after the block's last frame
 
 	scanning bool // resync is running: keep idx.origin buffered
 	idx      crcIndex
@@ -354,7 +355,7 @@ func (r *Reader) readRecord(e *Entry, payload []byte) (bool, error) {
 		if rec.Type == wireformat.TypeBlock {
 			return r.startBlock(x, n, rec.Body, e)
 		}
-		ok, err := r.decode(e, payload, rec, x)
+		ok, err := r.decode(e, payload, rec, x, false)
 		if err != nil {
 			return false, &CorruptError{Offset: x, End: x + int64(n), Err: err}
 		}
@@ -362,13 +363,21 @@ func (r *Reader) readRecord(e *Entry, payload []byte) (bool, error) {
 	}
 }
 
-// decode fills *e from a record other than a Block. It reports whether the
-// record yields an entry (experimental records do not).
-func (r *Reader) decode(e *Entry, payload []byte, rec wireformat.Record, off int64) (bool, error) {
+// decode fills *e from a record other than a Block, or from an inner
+// record of a block (inner). It reports whether the record yields an entry
+// (experimental records do not).
+func (r *Reader) decode(e *Entry, payload []byte, rec wireformat.Record, off int64, inner bool) (bool, error) {
 	stream := r.seg.Stream.Stream
 	switch {
 	case rec.Type == wireformat.TypeFrame:
-		f, err := wireformat.ParseFrameBody(rec.Body)
+		var f frames.Frame
+		var err error
+		if inner {
+			f, err = wireformat.ParseInnerFrameBody(rec.Body, r.blockNext)
+			r.blockNext = f.Position + 1
+		} else {
+			f, err = wireformat.ParseFrameBody(rec.Body)
+		}
 		if err != nil {
 			return false, err
 		}
@@ -416,7 +425,7 @@ func (r *Reader) startBlock(x int64, n int, body []byte, e *Entry) (bool, error)
 	if err != nil {
 		return false, &CorruptError{Offset: x, End: x + int64(n), Err: err}
 	}
-	r.block, r.blockPos, r.blockOff = content, 0, x
+	r.block, r.blockPos, r.blockOff, r.blockNext = content, 0, x, 0
 	return false, nil
 }
 
@@ -432,7 +441,7 @@ func (r *Reader) checkBlock(content []byte) error {
 		}
 		switch rec.Type {
 		case wireformat.TypeFrame:
-			_, err = wireformat.ParseFrameBody(rec.Body)
+			_, err = wireformat.ParseFrameBody(rec.Body) // as an inner frame, the same checks
 		case wireformat.TypeChannelDeclared:
 			_, err = r.parseChannel(rec.Body)
 		}
@@ -449,7 +458,7 @@ func (r *Reader) checkBlock(content []byte) error {
 func (r *Reader) nextInner(e *Entry, payload []byte) bool {
 	rec, n, _ := wireformat.ParseInner(r.block[r.blockPos:])
 	r.blockPos += n
-	ok, _ := r.decode(e, payload, rec, r.blockOff)
+	ok, _ := r.decode(e, payload, rec, r.blockOff, true)
 	if r.blockPos >= len(r.block) {
 		r.block, r.blockPos = nil, 0
 	}

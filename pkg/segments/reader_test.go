@@ -278,7 +278,7 @@ func TestReaderDamage(t *testing.T) {
 		{"block", func(c *builder) []expect {
 			h := c.header(descS)
 			content := wireformat.AppendInner(nil, wireformat.TypeChannelDeclared, mustChannelBody(t, c2))
-			content = wireformat.AppendInnerFrame(content, frames.Frame{Channel: 2, Position: 0, Payload: []byte("x")})
+			content = wireformat.AppendInnerFrame(content, frames.Frame{Channel: 2, Position: 0, Payload: []byte("x")}, 0)
 			content = wireformat.AppendInner(content, 0x06, []byte("reserved"))
 			content = wireformat.AppendInner(content, 0x41, []byte("experimental"))
 			content = wireformat.AppendInner(content, wireformat.TypeStreamEnded, nil)
@@ -299,7 +299,7 @@ func TestReaderDamage(t *testing.T) {
 		}},
 		{"block with a bad inner record", func(c *builder) []expect {
 			h := c.header(descS)
-			content := wireformat.AppendInnerFrame(nil, frames.Frame{Channel: 2, Payload: []byte("returned only with its block")})
+			content := wireformat.AppendInnerFrame(nil, frames.Frame{Channel: 2, Payload: []byte("returned only with its block")}, 0)
 			content = append(content, 0, 0)
 			b := c.block(content)
 			f := c.frame(1, 0, "a")
@@ -307,7 +307,7 @@ func TestReaderDamage(t *testing.T) {
 		}},
 		{"block ending inside an inner record", func(c *builder) []expect {
 			h := c.header(descS)
-			content := wireformat.AppendInnerFrame(nil, frames.Frame{Channel: 2, Payload: []byte("abc")})
+			content := wireformat.AppendInnerFrame(nil, frames.Frame{Channel: 2, Payload: []byte("abc")}, 0)
 			b := c.block(content[:len(content)-1])
 			return []expect{entryAt(EntrySegment, h), corruptAt(b, c.off(), wireformat.ErrBadBody)}
 		}},

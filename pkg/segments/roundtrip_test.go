@@ -95,7 +95,7 @@ var eventCmp = cmp.Options{cmp.Comparer(bytes.Equal)}
 // concatenation of captures of several streams (`cat a b > c`).
 func TestRoundTrip(t *testing.T) {
 	iters := 150
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		iters = 30
 	}
 	for _, cfg := range writerConfigs {

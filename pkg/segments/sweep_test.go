@@ -149,7 +149,7 @@ func TestBitFlipSweep(t *testing.T) {
 		{"set 89", func(byte) byte { return 0x89 }},
 		{"set 00", func(byte) byte { return 0 }},
 	}
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		damages = damages[:2]
 	}
 	for _, cfg := range sweepConfigs {

@@ -101,9 +101,10 @@ type Writer struct {
 	// catalog is every channel declared so far, sorted by id.
 	catalog []frames.ChannelDescriptor
 
-	buf      []byte // encoded records not yet written to w
-	block    []byte // inner records of the open zstd block
-	plainLen int    // size of the open block's records if written plain
+	buf       []byte          // encoded records not yet written to w
+	block     []byte          // inner records of the open zstd block
+	blockNext frames.Position // position expected after the block's last frame
+	plainLen  int             // size of the open block's records if written plain
 
 	started  bool // a segment header has been emitted
 	seq      uint64
@@ -304,14 +305,16 @@ func (w *Writer) WriteFrame(f frames.Frame) error {
 		return fmt.Errorf("segments: frame at position %d: %w: payload of %d bytes (at most %d)", f.Position, wireformat.ErrTooLarge, len(f.Payload), wireformat.MaxPayloadSize)
 	}
 	if w.opts.Compression == CompressZstd {
-		size := wireformat.InnerFrameSize(f)
+		size := wireformat.InnerFrameSize(f, w.blockNext)
 		if size <= w.opts.BlockSize {
 			if len(w.block)+size > w.opts.BlockSize {
 				if err := w.endBlock(); err != nil {
 					return err
 				}
+				size = wireformat.InnerFrameSize(f, w.blockNext)
 			}
-			w.block = wireformat.AppendInnerFrame(w.block, f)
+			w.block = wireformat.AppendInnerFrame(w.block, f, w.blockNext)
+			w.blockNext = f.Position + 1
 			w.plainLen += size + wireformat.RecordOverhead
 			return nil
 		}
@@ -337,7 +340,7 @@ func (w *Writer) endBlock() error {
 		return nil
 	}
 	content := w.block
-	w.block = w.block[:0]
+	w.block, w.blockNext = w.block[:0], 0
 	plainLen := w.plainLen
 	w.plainLen = 0
 	if err := w.beginRecord(); err != nil {
@@ -353,19 +356,26 @@ func (w *Writer) endBlock() error {
 	if len(w.buf)-n < plainLen {
 		return w.endRecord(len(w.buf) - n)
 	}
+	// Compression does not pay (a few small frames per flush): write the
+	// block's frames plain.
 	w.buf = w.buf[:n]
+	next := frames.Position(0)
 	for len(content) > 0 {
 		rec, size, err := wireformat.ParseInner(content)
+		var f frames.Frame
+		if err == nil {
+			f, err = wireformat.ParseInnerFrameBody(rec.Body, next)
+		}
 		if err != nil {
 			w.err = fmt.Errorf("segments: own block content: %w", err)
 			return w.err
 		}
-		content = content[size:]
+		content, next = content[size:], f.Position+1
 		if err := w.beginRecord(); err != nil {
 			return err
 		}
 		n := len(w.buf)
-		if w.buf, err = wireformat.AppendRecord(w.buf, w.seed, rec); err != nil {
+		if w.buf, err = wireformat.AppendFrame(w.buf, w.seed, f); err != nil {
 			w.err = fmt.Errorf("segments: %w", err)
 			return w.err
 		}

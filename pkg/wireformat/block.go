@@ -21,7 +21,8 @@ import (
 //	u8 type · uvarint L · L bytes of body
 //
 // with the bodies of the outer records of the same type, no CRC (the
-// block's covers them) and no escaping.
+// block's covers them) and no escaping, except that an inner Frame stores
+// its position as a difference (see [AppendInnerFrame]).
 
 // The zstd encoder and decoder are shared by every writer and reader of the
 // process: EncodeAll and DecodeAll are safe for concurrent use, and each
@@ -117,18 +118,48 @@ func AppendInner(dst []byte, t RecordType, body []byte) []byte {
 }
 
 // AppendInnerFrame appends f as an inner Frame record, without an
-// intermediate copy of the payload.
-func AppendInnerFrame(dst []byte, f frames.Frame) []byte {
-	size := uvarintLen(uint64(f.Channel)) + uvarintLen(uint64(f.Position)) + len(f.Payload)
+// intermediate copy of the payload. Its body is uvarint channel id, zigzag
+// varint of f.Position − next, payload: next is the position expected
+// after the previous Frame of the block (f.Position of that frame + 1), or
+// 0 for the first Frame of a block. Consecutive positions thus cost one
+// constant byte, which compresses to almost nothing. The arithmetic wraps
+// modulo 2⁶⁴, so every position is encodable.
+func AppendInnerFrame(dst []byte, f frames.Frame, next frames.Position) []byte {
+	d := zigzag(f.Position, next)
+	size := uvarintLen(uint64(f.Channel)) + uvarintLen(d) + len(f.Payload)
 	dst = append(dst, byte(TypeFrame))
 	dst = binary.AppendUvarint(dst, uint64(size))
-	return AppendFrameBody(dst, f)
+	dst = binary.AppendUvarint(dst, uint64(f.Channel))
+	dst = binary.AppendUvarint(dst, d)
+	return append(dst, f.Payload...)
 }
 
-// InnerFrameSize returns the size of f as an inner record, in bytes.
-func InnerFrameSize(f frames.Frame) int {
-	size := uvarintLen(uint64(f.Channel)) + uvarintLen(uint64(f.Position)) + len(f.Payload)
+// InnerFrameSize returns the size in bytes of f as an inner record after a
+// frame that leaves next expected (see [AppendInnerFrame]).
+func InnerFrameSize(f frames.Frame, next frames.Position) int {
+	size := uvarintLen(uint64(f.Channel)) + uvarintLen(zigzag(f.Position, next)) + len(f.Payload)
 	return 1 + uvarintLen(uint64(size)) + size
+}
+
+// ParseInnerFrameBody decodes the body of an inner Frame record given the
+// position next expected (see [AppendInnerFrame]). It returns [ErrBadBody]
+// for a malformed varint or a channel id over 2³²−1. The payload aliases
+// body.
+func ParseInnerFrameBody(body []byte, next frames.Position) (frames.Frame, error) {
+	f, err := ParseFrameBody(body)
+	if err != nil {
+		return f, err
+	}
+	d := uint64(f.Position)
+	f.Position = next + frames.Position(int64(d>>1)^-int64(d&1))
+	return f, nil
+}
+
+// zigzag maps the signed difference pos − next (modulo 2⁶⁴) to an
+// unsigned integer that is small when the difference is.
+func zigzag(pos, next frames.Position) uint64 {
+	d := int64(pos - next)
+	return uint64(d<<1) ^ uint64(d>>63)
 }
 
 func uvarintLen(x uint64) int {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -19,7 +20,7 @@ func blockContent(n int) []byte {
 	var b []byte
 	for i := range n {
 		f := frames.Frame{Channel: frames.ChannelID(1 + i%3), Position: frames.Position(i), Payload: []byte("2026-11-30T08:00:00Z INFO request served path=/api/v1/items status=200\n")}
-		b = AppendInnerFrame(b, f)
+		b = AppendInnerFrame(b, f, f.Position)
 	}
 	return b
 }
@@ -122,7 +123,7 @@ func TestInnerRecords(t *testing.T) {
 		wantN   int
 		wantErr error
 	}{
-		{name: "frame", in: AppendInnerFrame(nil, exFrame), want: Record{Type: TypeFrame, Body: AppendFrameBody(nil, exFrame)}, wantN: 6},
+		{name: "frame", in: AppendInnerFrame(nil, exFrame, exFrame.Position), want: Record{Type: TypeFrame, Body: AppendFrameBody(nil, exFrame)}, wantN: 6},
 		{name: "stream ended", in: AppendInner(nil, TypeStreamEnded, nil), want: Record{Type: TypeStreamEnded}, wantN: 2},
 		{name: "experimental", in: AppendInner(nil, 0x41, []byte("x")), want: Record{Type: 0x41, Body: []byte("x")}, wantN: 3},
 		{name: "empty", in: nil, wantErr: io.ErrUnexpectedEOF},
@@ -149,8 +150,46 @@ func TestInnerRecords(t *testing.T) {
 		})
 	}
 	for _, f := range []frames.Frame{exFrame, {Channel: 1 << 30, Position: 1 << 60, Payload: make([]byte, 300)}} {
-		if got, want := InnerFrameSize(f), len(AppendInnerFrame(nil, f)); got != want {
+		if got, want := InnerFrameSize(f, 7), len(AppendInnerFrame(nil, f, 7)); got != want {
 			t.Errorf("InnerFrameSize = %d, want %d", got, want)
 		}
+	}
+}
+
+// TestInnerFramePositions checks the position differences of inner frames
+// at the edges of the 64-bit range.
+func TestInnerFramePositions(t *testing.T) {
+	const max = math.MaxUint64
+	tests := []struct {
+		pos, next frames.Position
+		wantDiff  []byte // the stored varint
+	}{
+		{pos: 0, next: 0, wantDiff: []byte{0}},
+		{pos: 8, next: 8, wantDiff: []byte{0}},
+		{pos: 9, next: 8, wantDiff: []byte{2}},
+		{pos: 7, next: 8, wantDiff: []byte{1}},
+		{pos: 1 << 40, next: 0, wantDiff: binary.AppendUvarint(nil, 1<<41)},
+		{pos: max, next: 0, wantDiff: []byte{1}},
+		{pos: 0, next: max, wantDiff: []byte{2}},
+		{pos: 1 << 63, next: 0, wantDiff: binary.AppendUvarint(nil, max)},
+		{pos: max, next: max - 1<<62, wantDiff: binary.AppendUvarint(nil, 1<<63)},
+	}
+	for _, tt := range tests {
+		f := frames.Frame{Channel: 3, Position: tt.pos, Payload: []byte("p")}
+		b := AppendInnerFrame(nil, f, tt.next)
+		rec, n, err := ParseInner(b)
+		if err != nil || n != len(b) {
+			t.Fatalf("ParseInner: %v", err)
+		}
+		if got := rec.Body[1 : len(rec.Body)-1]; !bytes.Equal(got, tt.wantDiff) {
+			t.Errorf("pos %d after %d: stored % x, want % x", tt.pos, tt.next, got, tt.wantDiff)
+		}
+		got, err := ParseInnerFrameBody(rec.Body, tt.next)
+		if err != nil || got.Position != tt.pos || got.Channel != 3 || string(got.Payload) != "p" {
+			t.Errorf("pos %d after %d: decoded %+v, %v", tt.pos, tt.next, got, err)
+		}
+	}
+	if _, err := ParseInnerFrameBody([]byte{1, 0x80}, 0); !errors.Is(err, ErrBadBody) {
+		t.Errorf("bad varint: %v", err)
 	}
 }

@@ -96,8 +96,10 @@ func TestSpecExamplesEncode(t *testing.T) {
 		t.Fatal(err)
 	}
 	var content []byte
+	next := frames.Position(0)
 	for _, f := range exBlock {
-		content = AppendInnerFrame(content, f)
+		content = AppendInnerFrame(content, f, next)
+		next = f.Position + 1
 	}
 	encoders := map[string]func() ([]byte, error){
 		"header": func() ([]byte, error) { return AppendHeader(nil, &exHeader) },
@@ -172,16 +174,17 @@ func TestSpecExampleCapture(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			next := frames.Position(0)
 			for len(content) > 0 {
 				inner, n, err := ParseInner(content)
 				if err != nil {
 					t.Fatal(err)
 				}
-				f, err := ParseFrameBody(inner.Body)
+				f, err := ParseInnerFrameBody(inner.Body, next)
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, content = append(got, f), content[n:]
+				got, content, next = append(got, f), content[n:], f.Position+1
 			}
 		case TypeStreamEnded:
 			got = append(got, "StreamEnded")

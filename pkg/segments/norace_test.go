@@ -1,0 +1,5 @@
+//go:build !race
+
+package segments
+
+const raceEnabled = false
