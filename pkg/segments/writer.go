@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
@@ -93,6 +94,10 @@ type WriterOptions struct {
 // stream, a payload over wireformat.MaxPayloadSize, a conflicting
 // declaration) are not sticky and write nothing.
 //
+// With CompressZstd, closed blocks are compressed by background goroutines
+// (up to GOMAXPROCS of them, at most 8) while the caller goes on writing;
+// they are written out in order, at the latest by the next Flush.
+//
 // A Writer is not safe for concurrent use.
 type Writer struct {
 	w    io.Writer
@@ -105,6 +110,10 @@ type Writer struct {
 	block     []byte          // inner records of the open zstd block
 	blockNext frames.Position // position expected after the block's last frame
 	plainLen  int             // size of the open block's records if written plain
+	// pending are closed blocks being compressed in the background, in
+	// output order; free are finished ones to reuse.
+	pending, free []*pendingBlock
+	maxPending    int
 
 	started  bool // a segment header has been emitted
 	seq      uint64
@@ -137,7 +146,7 @@ func NewWriter(w io.Writer, desc frames.StreamDescriptor, catalog []frames.Chann
 	if opts.Compression > CompressZstd {
 		return nil, fmt.Errorf("segments: unknown compression %d", opts.Compression)
 	}
-	sw := &Writer{w: w, opts: opts, desc: desc}
+	sw := &Writer{w: w, opts: opts, desc: desc, maxPending: min(max(2, runtime.GOMAXPROCS(0)), 8)}
 	for _, d := range catalog {
 		i, found, err := sw.lookup(d)
 		if err != nil {
@@ -267,29 +276,20 @@ func (w *Writer) DeclareChannel(d frames.ChannelDescriptor) error {
 		return fmt.Errorf("segments: channel %d: %w: descriptor of %d bytes", d.ID, wireformat.ErrTooLarge, len(body))
 	}
 	// Frames written before the declaration go out first, so that a
-	// segment started for the block cannot announce the channel early.
-	if err := w.endBlock(); err != nil {
+	// segment started for their block cannot announce the channel early.
+	if err := w.flushBlocks(); err != nil {
 		return err
 	}
 	w.catalog = slices.Insert(w.catalog, i, d)
 	return w.writePlain(wireformat.Record{Type: wireformat.TypeChannelDeclared, Body: body})
 }
 
-// writePlain ends the open block and writes rec as a plain record.
+// writePlain writes out the blocks and writes rec as a plain record.
 func (w *Writer) writePlain(rec wireformat.Record) error {
-	if err := w.endBlock(); err != nil {
+	if err := w.flushBlocks(); err != nil {
 		return err
 	}
-	if err := w.beginRecord(); err != nil {
-		return err
-	}
-	n := len(w.buf)
-	var err error
-	if w.buf, err = wireformat.AppendRecord(w.buf, w.seed, rec); err != nil {
-		w.err = fmt.Errorf("segments: %w", err)
-		return w.err
-	}
-	return w.endRecord(len(w.buf) - n)
+	return w.appendRecord(rec)
 }
 
 // WriteFrame writes one frame of the writer's stream. Its channel need not
@@ -318,7 +318,7 @@ func (w *Writer) WriteFrame(f frames.Frame) error {
 			w.plainLen += size + wireformat.RecordOverhead
 			return nil
 		}
-		if err := w.endBlock(); err != nil { // too large for a block: plain
+		if err := w.flushBlocks(); err != nil { // too large for a block: plain
 			return err
 		}
 	}
@@ -333,34 +333,77 @@ func (w *Writer) WriteFrame(f frames.Frame) error {
 	return w.endRecord(len(w.buf) - n)
 }
 
-// endBlock compresses the open block into a Block record, or writes its
-// records plain when compression does not make it smaller.
+// A pendingBlock is a closed block being compressed in the background.
+// The compressing goroutine owns content and body until done is closed.
+type pendingBlock struct {
+	content  []byte // inner records
+	plainLen int    // their size as plain records
+	body     []byte // the Block record body, once done
+	err      error
+	done     chan struct{}
+}
+
+// endBlock closes the open block and starts compressing it in the
+// background; blocks are written out in order by drainOne. With
+// GOMAXPROCS > 1 compression thus runs beside the producer and on several
+// blocks at once.
 func (w *Writer) endBlock() error {
 	if len(w.block) == 0 {
 		return nil
 	}
-	content := w.block
-	w.block, w.blockNext = w.block[:0], 0
-	plainLen := w.plainLen
-	w.plainLen = 0
-	if err := w.beginRecord(); err != nil {
+	if len(w.pending) >= w.maxPending {
+		if err := w.drainOne(); err != nil {
+			return err
+		}
+	}
+	var p *pendingBlock
+	if n := len(w.free); n > 0 {
+		p, w.free = w.free[n-1], w.free[:n-1]
+	} else {
+		p = &pendingBlock{}
+	}
+	p.content, w.block = w.block, p.content[:0]
+	p.plainLen, w.plainLen, w.blockNext = w.plainLen, 0, 0
+	p.done = make(chan struct{})
+	w.pending = append(w.pending, p)
+	go func() {
+		p.body, p.err = wireformat.AppendBlockBody(p.body[:0], p.content)
+		close(p.done)
+	}()
+	return nil
+}
+
+// flushBlocks closes the open block and writes out every pending one.
+func (w *Writer) flushBlocks() error {
+	if err := w.endBlock(); err != nil {
 		return err
 	}
-	n := len(w.buf)
-	var err error
-	w.buf, err = wireformat.AppendBlock(w.buf, w.seed, content)
-	if err != nil {
-		w.err = fmt.Errorf("segments: %w", err)
+	for len(w.pending) > 0 {
+		if err := w.drainOne(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drainOne waits for the oldest pending block and appends it to the
+// output: as a Block record of the current segment, or as plain records
+// when compression does not make it smaller (a few small frames per
+// flush).
+func (w *Writer) drainOne() error {
+	p := w.pending[0]
+	<-p.done
+	w.pending = slices.Delete(w.pending, 0, 1)
+	w.free = append(w.free, p)
+	if p.err != nil {
+		w.err = fmt.Errorf("segments: %w", p.err)
 		return w.err
 	}
-	if len(w.buf)-n < plainLen {
-		return w.endRecord(len(w.buf) - n)
+	if len(p.body)+wireformat.RecordOverhead < p.plainLen {
+		return w.appendRecord(wireformat.Record{Type: wireformat.TypeBlock, Body: p.body})
 	}
-	// Compression does not pay (a few small frames per flush): write the
-	// block's frames plain.
-	w.buf = w.buf[:n]
 	next := frames.Position(0)
-	for len(content) > 0 {
+	for content := p.content; len(content) > 0; {
 		rec, size, err := wireformat.ParseInner(content)
 		var f frames.Frame
 		if err == nil {
@@ -384,6 +427,21 @@ func (w *Writer) endBlock() error {
 		}
 	}
 	return nil
+}
+
+// appendRecord appends rec to the output in the current segment, starting
+// a new one first if it is full.
+func (w *Writer) appendRecord(rec wireformat.Record) error {
+	if err := w.beginRecord(); err != nil {
+		return err
+	}
+	n := len(w.buf)
+	var err error
+	if w.buf, err = wireformat.AppendRecord(w.buf, w.seed, rec); err != nil {
+		w.err = fmt.Errorf("segments: %w", err)
+		return w.err
+	}
+	return w.endRecord(len(w.buf) - n)
 }
 
 // WriteEvent writes one datastream event of the writer's stream:
@@ -429,7 +487,7 @@ func (w *Writer) Flush() error {
 	if err := w.check(); err != nil {
 		return err
 	}
-	if err := w.endBlock(); err != nil {
+	if err := w.flushBlocks(); err != nil {
 		return err
 	}
 	return w.writeBuf()
@@ -458,7 +516,7 @@ func (w *Writer) Close() error {
 		return w.err
 	}
 	if w.err == nil {
-		if err := w.endBlock(); err == nil {
+		if err := w.flushBlocks(); err == nil {
 			// StreamEnded never starts a segment.
 			w.buf, _ = wireformat.AppendRecord(w.buf, w.seed, wireformat.Record{Type: wireformat.TypeStreamEnded})
 			_ = w.writeBuf()
