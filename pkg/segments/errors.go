@@ -10,9 +10,9 @@ import (
 // first bad header or record; End is where reading resumed (or the end of
 // input). Err says why, and is matched with errors.Is:
 //
-//   - io.ErrUnexpectedEOF: the header or record at Offset is cut short, by
-//     the end of input (a torn tail: End is the input size) or by the next
-//     valid record or segment (a torn write followed by more data);
+//   - io.ErrUnexpectedEOF: the header or record at Offset runs past the end
+//     of input: a torn tail (End is then the input size), or a damaged
+//     length when a resume point lies after Offset (End is that point);
 //   - wireformat.ErrBadMagic: bytes where a segment header should start,
 //     including bytes before the first segment;
 //   - wireformat.ErrUnknownVersion: a segment of a newer major version, skipped
@@ -28,10 +28,13 @@ type CorruptError struct {
 	Err    error
 }
 
+// Error returns "segments: corrupt data at offset O (N bytes): " and the
+// cause. The caller adds the file name.
 func (e *CorruptError) Error() string {
 	return fmt.Sprintf("segments: corrupt data at offset %d (%d bytes): %v", e.Offset, e.End-e.Offset, e.Err)
 }
 
+// Unwrap returns the cause, for errors.Is and errors.As.
 func (e *CorruptError) Unwrap() error { return e.Err }
 
 var (

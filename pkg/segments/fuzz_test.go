@@ -2,6 +2,8 @@ package segments
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc32"
 	"io"
 	"maps"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/wireformat"
 )
 
 // FuzzReader reads arbitrary input: the reader must not panic, must end
@@ -31,41 +34,77 @@ func FuzzReader(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(writeEvents(f, descS, catalogS, WriterOptions{Compression: CompressZstd, BlockSize: 512, SegmentSize: 1024}, logEvents(streamS, 12)))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r := NewReader(bytes.NewReader(data), ReaderOptions{})
-		res := readFrom(t, r, len(data))
-		if res.err != io.EOF {
-			t.Fatalf("final error %v", res.err)
-		}
-		if c := cap(r.buf); c > 2*len(data)+2*readBufferSize {
-			t.Fatalf("%d bytes of input grew the buffer to %d", len(data), c)
-		}
-		end := int64(0)
-		for _, it := range res.order {
-			switch it := it.(type) {
-			case *CorruptError:
-				if it.Offset < end || it.End > int64(len(data)) {
-					t.Fatalf("damaged range [%d, %d) after offset %d, input of %d bytes", it.Offset, it.End, end, len(data))
-				}
-				end = it.End
-			case Entry:
-				if it.Offset < end || it.Offset >= int64(len(data)) {
-					t.Fatalf("entry at %d, after offset %d, input of %d bytes", it.Offset, end, len(data))
-				}
-				end = it.Offset
-			}
-		}
-		fed, again := reencode(t, res.entries)
-		res2 := readAll(t, again, ReaderOptions{})
-		if res2.err != io.EOF || len(res2.corrupt) > 0 {
-			t.Fatalf("re-encoded capture: %v, %v", res2.corrupt, res2.err)
-		}
-		read := toEvents(res2.entries)
-		for _, s := range streamsOf(fed) {
-			if want, got := eventsOf(fed, s), eventsOf(read, s); !sameEvents(want, got) {
-				t.Fatalf("stream %s re-encoded (-fed +read):\n%s", s, cmp.Diff(want, got, eventCmp))
-			}
-		}
+		checkReader(t, data)
+		checkReader(t, withCRCs(data))
 	})
+}
+
+// withCRCs returns data with the CRC of every header and record it holds
+// made right, walking it as a capture for as long as the lengths fit:
+// checksums would otherwise stop the fuzzer from reaching what they guard.
+func withCRCs(data []byte) []byte {
+	data = bytes.Clone(data)
+	var seed uint32
+	for off := 0; off+5 <= len(data); {
+		if data[off] == wireformat.Magic[0] {
+			if off+wireformat.HeaderPrefixSize > len(data) {
+				break
+			}
+			n := wireformat.HeaderPrefixSize + int(binary.LittleEndian.Uint32(data[off+10:]))
+			if n < wireformat.HeaderPrefixSize+8 || off+n+4 > len(data) {
+				break
+			}
+			binary.LittleEndian.PutUint32(data[off+n:], crc32.Checksum(data[off:off+n], castagnoli))
+			seed = crc32.Checksum(data[off+wireformat.HeaderPrefixSize:off+wireformat.HeaderPrefixSize+8], castagnoli)
+			off += n + 4
+			continue
+		}
+		n := 5 + int(binary.LittleEndian.Uint32(data[off+1:]))
+		if n < 5 || off+n+4 > len(data) {
+			break
+		}
+		binary.LittleEndian.PutUint32(data[off+n:], crc32.Update(seed, castagnoli, data[off:off+n]))
+		off += n + 4
+	}
+	return data
+}
+
+func checkReader(t *testing.T, data []byte) {
+	t.Helper()
+	r := NewReader(bytes.NewReader(data), ReaderOptions{})
+	res := readFrom(t, r, len(data))
+	if res.err != io.EOF {
+		t.Fatalf("final error %v", res.err)
+	}
+	if c := cap(r.buf); c > 2*len(data)+2*readBufferSize {
+		t.Fatalf("%d bytes of input grew the buffer to %d", len(data), c)
+	}
+	end := int64(0)
+	for _, it := range res.order {
+		switch it := it.(type) {
+		case *CorruptError:
+			if it.Offset < end || it.End > int64(len(data)) {
+				t.Fatalf("damaged range [%d, %d) after offset %d, input of %d bytes", it.Offset, it.End, end, len(data))
+			}
+			end = it.End
+		case Entry:
+			if it.Offset < end || it.Offset >= int64(len(data)) {
+				t.Fatalf("entry at %d, after offset %d, input of %d bytes", it.Offset, end, len(data))
+			}
+			end = it.Offset
+		}
+	}
+	fed, again := reencode(t, res.entries)
+	res2 := readAll(t, again, ReaderOptions{})
+	if res2.err != io.EOF || len(res2.corrupt) > 0 {
+		t.Fatalf("re-encoded capture: %v, %v", res2.corrupt, res2.err)
+	}
+	read := toEvents(res2.entries)
+	for _, s := range streamsOf(fed) {
+		if want, got := eventsOf(fed, s), eventsOf(read, s); !sameEvents(want, got) {
+			t.Fatalf("stream %s re-encoded (-fed +read):\n%s", s, cmp.Diff(want, got, eventCmp))
+		}
+	}
 }
 
 // reencode writes entries again, one Writer per stream, and returns the

@@ -100,11 +100,13 @@ type ReaderOptions struct {
 // in input order, resynchronises after damage and reports the damaged
 // ranges, and reads every input to its end.
 //
-// A Reader buffers its input and never allocates more than its buffer
-// (which grows to hold the largest header or record met: at most
-// wireformat.MaxHeaderSize plus the maximum record size), one block of
-// wireformat.MaxBlockSize and its scanning checkpoints, whatever the input
-// claims. It is not safe for concurrent use.
+// A Reader buffers its input. Its buffer grows only as input arrives, to
+// at most twice the largest header or record it must hold (or 256 KiB);
+// with one block of wireformat.MaxBlockSize and its scanning checkpoints,
+// a Reader holds at most about 36 MiB (a header of
+// wireformat.MaxHeaderSize that is really there) whatever lengths the
+// input claims, and about 1 MiB for ordinary captures. It is not safe for
+// concurrent use.
 type Reader struct {
 	src          io.Reader
 	max          int

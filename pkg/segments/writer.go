@@ -117,9 +117,8 @@ type Writer struct {
 
 	started  bool // a segment header has been emitted
 	seq      uint64
-	segID    [8]byte
-	seed     uint32
-	segBytes int64 // bytes of the current segment emitted so far
+	seed     uint32 // CRC seed of the current segment
+	segBytes int64  // bytes of the current segment emitted so far
 
 	err    error // sticky
 	closed bool
@@ -204,7 +203,7 @@ func (w *Writer) startSegment() error {
 			return fmt.Errorf("segments: segment header: %w", err)
 		}
 		w.started = true
-		w.segID, w.seed = h.SegmentID, h.Seed()
+		w.seed = h.Seed()
 		w.segBytes = int64(len(w.buf) - n)
 		return nil
 	}

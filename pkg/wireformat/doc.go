@@ -23,7 +23,9 @@
 //   - Types: ChannelDeclared (JSON [frames.ChannelDescriptor],
 //     [ParseChannelBody]), Frame (uvarint channel, uvarint position,
 //     payload; [ParseFrameBody]), StreamEnded (empty), Block (zstd-compressed
-//     inner records; [AppendBlock], [DecodeBlock], [ParseInner]). Types
+//     inner records whose frames store position differences;
+//     [AppendBlock], [AppendBlockBody], [DecodeBlock], [ParseInner],
+//     [AppendInnerFrame], [ParseInnerFrameBody]). Types
 //     0x05–0x3F are reserved and 0x40–0x7F experimental: decoders return
 //     them so that readers can skip them.
 //   - A record that would contain the magic is stored escaped, so the magic

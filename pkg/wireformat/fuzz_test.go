@@ -2,7 +2,9 @@ package wireformat
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"io"
 	"testing"
 
@@ -16,6 +18,36 @@ import (
 // corpus (the man page examples and the table cases); run one for longer
 // with `go test -run='^$' -fuzz=FuzzRecord -fuzztime=2m ./pkg/wireformat`.
 
+// withHeaderCRC returns b with the CRC of the header it starts with made
+// right, if b holds one: a checksum would otherwise stop the fuzzer from
+// reaching the body's decoding.
+func withHeaderCRC(b []byte) []byte {
+	if len(b) < HeaderPrefixSize {
+		return b
+	}
+	n := HeaderPrefixSize + int(binary.LittleEndian.Uint32(b[10:]))
+	if n < HeaderPrefixSize || n+4 > len(b) {
+		return b
+	}
+	b = bytes.Clone(b)
+	binary.LittleEndian.PutUint32(b[n:], crc32.Checksum(b[:n], castagnoli))
+	return b
+}
+
+// withRecordCRC does the same for a record under seed.
+func withRecordCRC(b []byte, seed uint32) []byte {
+	if len(b) < 5 {
+		return b
+	}
+	n := 5 + int(binary.LittleEndian.Uint32(b[1:]))
+	if n < 5 || n+4 > len(b) {
+		return b
+	}
+	b = bytes.Clone(b)
+	binary.LittleEndian.PutUint32(b[n:], crc32.Update(seed, castagnoli, b[:n]))
+	return b
+}
+
 func FuzzHeader(f *testing.F) {
 	ex := specExamples(f)
 	f.Add(ex["header"])
@@ -23,32 +55,38 @@ func FuzzHeader(f *testing.F) {
 	f.Add(rawHeader(2, 0, nil))
 	f.Add([]byte(Magic))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, n, err := ParseHeader(b)
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			if n <= len(b) {
-				t.Fatalf("short input of %d bytes, but n = %d", len(b), n)
-			}
-			return
-		}
-		if err != nil {
-			return
-		}
-		if n < HeaderOverhead || n > len(b) {
-			t.Fatalf("n = %d for %d bytes", n, len(b))
-		}
-		re, err := AppendHeader(nil, &h)
-		if err != nil {
-			return // e.g. a writer identity with control characters, or the magic inside
-		}
-		h2, n2, err := ParseHeader(re)
-		if err != nil || n2 != len(re) {
-			t.Fatalf("re-encoded header does not decode: %v", err)
-		}
-		h.Minor = MinorVersion
-		if diff := cmp.Diff(h, h2, cmpopts.EquateEmpty()); diff != "" {
-			t.Fatalf("re-encoded header differs (-first +second):\n%s", diff)
-		}
+		checkHeader(t, b)
+		checkHeader(t, withHeaderCRC(b))
 	})
+}
+
+func checkHeader(t *testing.T, b []byte) {
+	t.Helper()
+	h, n, err := ParseHeader(b)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		if n <= len(b) {
+			t.Fatalf("short input of %d bytes, but n = %d", len(b), n)
+		}
+		return
+	}
+	if err != nil {
+		return
+	}
+	if n < HeaderOverhead || n > len(b) {
+		t.Fatalf("n = %d for %d bytes", n, len(b))
+	}
+	re, err := AppendHeader(nil, &h)
+	if err != nil {
+		return // e.g. a writer identity with control characters, or the magic inside
+	}
+	h2, n2, err := ParseHeader(re)
+	if err != nil || n2 != len(re) {
+		t.Fatalf("re-encoded header does not decode: %v", err)
+	}
+	h.Minor = MinorVersion
+	if diff := cmp.Diff(h, h2, cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("re-encoded header differs (-first +second):\n%s", diff)
+	}
 }
 
 func FuzzRecord(f *testing.F) {
@@ -60,58 +98,64 @@ func FuzzRecord(f *testing.F) {
 	f.Add(rawRecord(7, 0x45, []byte("reserved")), uint32(7), 100)
 	f.Add([]byte{2, 0xFF, 0xFF, 0xFF, 0}, uint32(0), -1)
 	f.Fuzz(func(t *testing.T, b []byte, seed uint32, max int) {
-		rec, n, err := ParseRecord(b, seed, max)
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			if n <= len(b) {
-				t.Fatalf("short input of %d bytes, but n = %d", len(b), n)
-			}
-			return
-		}
-		if err != nil {
-			return
-		}
-		if n < RecordOverhead || n > len(b) || (max > 0 && n > RecordOverhead+max) {
-			t.Fatalf("n = %d for %d bytes, max %d", n, len(b), max)
-		}
-		if len(rec.Body) > n-RecordOverhead {
-			t.Fatalf("body of %d bytes from a record of %d", len(rec.Body), n)
-		}
-		re, err := AppendRecord(nil, seed, rec)
-		if err != nil {
-			return // a body over DefaultMaxRecordSize
-		}
-		rec2, n2, err := ParseRecord(re, seed, MaxRecordSize)
-		if err != nil || n2 != len(re) || rec2.Type != rec.Type || !bytes.Equal(rec2.Body, rec.Body) {
-			t.Fatalf("re-encoded record decodes to %v %q, %v", rec2.Type, rec2.Body, err)
-		}
-		if bytes.Contains(re, []byte(Magic)) {
-			t.Fatalf("re-encoded record holds the magic")
-		}
-		switch rec.Type {
-		case TypeFrame:
-			fr, err := ParseFrameBody(rec.Body)
-			if err != nil {
-				return
-			}
-			fr2, err := ParseFrameBody(AppendFrameBody(nil, fr))
-			if err != nil || !cmp.Equal(fr, fr2, cmpopts.EquateEmpty()) {
-				t.Fatalf("frame %+v re-decodes to %+v, %v", fr, fr2, err)
-			}
-		case TypeChannelDeclared:
-			d, err := ParseChannelBody(rec.Body)
-			if err != nil {
-				return
-			}
-			body, err := AppendChannelBody(nil, &d)
-			if err != nil {
-				return
-			}
-			d2, err := ParseChannelBody(body)
-			if err != nil || !cmp.Equal(d, d2) {
-				t.Fatalf("descriptor %+v re-decodes to %+v, %v", d, d2, err)
-			}
-		}
+		checkRecord(t, b, seed, max)
+		checkRecord(t, withRecordCRC(b, seed), seed, max)
 	})
+}
+
+func checkRecord(t *testing.T, b []byte, seed uint32, max int) {
+	t.Helper()
+	rec, n, err := ParseRecord(b, seed, max)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		if n <= len(b) {
+			t.Fatalf("short input of %d bytes, but n = %d", len(b), n)
+		}
+		return
+	}
+	if err != nil {
+		return
+	}
+	if n < RecordOverhead || n > len(b) || (max > 0 && n > RecordOverhead+max) {
+		t.Fatalf("n = %d for %d bytes, max %d", n, len(b), max)
+	}
+	if len(rec.Body) > n-RecordOverhead {
+		t.Fatalf("body of %d bytes from a record of %d", len(rec.Body), n)
+	}
+	re, err := AppendRecord(nil, seed, rec)
+	if err != nil {
+		return // a body over DefaultMaxRecordSize
+	}
+	rec2, n2, err := ParseRecord(re, seed, MaxRecordSize)
+	if err != nil || n2 != len(re) || rec2.Type != rec.Type || !bytes.Equal(rec2.Body, rec.Body) {
+		t.Fatalf("re-encoded record decodes to %v %q, %v", rec2.Type, rec2.Body, err)
+	}
+	if bytes.Contains(re, []byte(Magic)) {
+		t.Fatalf("re-encoded record holds the magic")
+	}
+	switch rec.Type {
+	case TypeFrame:
+		fr, err := ParseFrameBody(rec.Body)
+		if err != nil {
+			return
+		}
+		fr2, err := ParseFrameBody(AppendFrameBody(nil, fr))
+		if err != nil || !cmp.Equal(fr, fr2, cmpopts.EquateEmpty()) {
+			t.Fatalf("frame %+v re-decodes to %+v, %v", fr, fr2, err)
+		}
+	case TypeChannelDeclared:
+		d, err := ParseChannelBody(rec.Body)
+		if err != nil {
+			return
+		}
+		body, err := AppendChannelBody(nil, &d)
+		if err != nil {
+			return
+		}
+		d2, err := ParseChannelBody(body)
+		if err != nil || !cmp.Equal(d, d2) {
+			t.Fatalf("descriptor %+v re-decodes to %+v, %v", d, d2, err)
+		}
+	}
 }
 
 func FuzzBlock(f *testing.F) {
