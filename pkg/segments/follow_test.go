@@ -43,23 +43,11 @@ func follow(ctx context.Context, f io.Reader) <-chan readResult {
 	out := make(chan readResult, 1)
 	go func() {
 		r := NewReader(f, ReaderOptions{Follow: true, PollInterval: time.Millisecond, Context: ctx})
-		var res readResult
-		for {
-			e, err := r.Next()
-			var ce *CorruptError
-			switch {
-			case err == nil:
-				res.entries = append(res.entries, e)
-				res.order = append(res.order, e)
-			case errors.As(err, &ce):
-				res.corrupt = append(res.corrupt, ce)
-				res.order = append(res.order, ce)
-			default:
-				res.err = err
-				out <- res
-				return
-			}
+		res, err := collect(r, -1)
+		if err != nil {
+			res.err = err
 		}
+		out <- res
 	}()
 	return out
 }

@@ -86,10 +86,21 @@ func readAll(t testing.TB, data []byte, opts ReaderOptions) readResult {
 
 func readFrom(t testing.TB, r *Reader, size int) readResult {
 	t.Helper()
+	res, err := collect(r, 2*size+100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// collect calls r.Next until it returns an error other than a
+// *CorruptError. It returns an error of its own if that takes more than
+// limit calls (limit < 0: no limit) or if a damaged range is empty.
+func collect(r *Reader, limit int) (readResult, error) {
 	var res readResult
 	for calls := 0; ; calls++ {
-		if calls > 2*size+100 {
-			t.Fatalf("reader makes no progress after %d calls", calls)
+		if limit >= 0 && calls > limit {
+			return res, fmt.Errorf("reader makes no progress after %d calls", calls)
 		}
 		e, err := r.Next()
 		var ce *CorruptError
@@ -99,13 +110,13 @@ func readFrom(t testing.TB, r *Reader, size int) readResult {
 			res.order = append(res.order, e)
 		case errors.As(err, &ce):
 			if ce.End <= ce.Offset {
-				t.Fatalf("corrupt range [%d, %d) is empty", ce.Offset, ce.End)
+				return res, fmt.Errorf("corrupt range [%d, %d) is empty", ce.Offset, ce.End)
 			}
 			res.corrupt = append(res.corrupt, ce)
 			res.order = append(res.order, ce)
 		default:
 			res.err = err
-			return res
+			return res, nil
 		}
 	}
 }
