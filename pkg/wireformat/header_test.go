@@ -185,7 +185,7 @@ func TestHeaderMagicOnlyAtStart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if bytes.Index(b[1:], []byte(Magic)) >= 0 {
+		if bytes.Contains(b[1:], []byte(Magic)) {
 			t.Fatalf("id % x: magic inside header", h.SegmentID)
 		}
 	}

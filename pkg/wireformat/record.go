@@ -55,7 +55,7 @@ func finishRecord(dst []byte, start int, seed uint32) ([]byte, error) {
 	size := len(dst) - start - 5
 	binary.LittleEndian.PutUint32(dst[start+1:], uint32(size))
 	dst = binary.LittleEndian.AppendUint32(dst, crc32.Update(seed, castagnoli, dst[start:]))
-	if bytes.Index(dst[start:], []byte(Magic)) < 0 {
+	if !bytes.Contains(dst[start:], []byte(Magic)) {
 		return dst, nil
 	}
 	// Rare: escape. The escaped body is longer, so it is built from a copy.
