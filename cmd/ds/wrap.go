@@ -108,7 +108,7 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 	}
 	popts := proc.Options{
 		Argv: argv, Label: label, Stdin: c.Root().Reader, Producer: cap.endpoint.Producer(),
-		PTY: c.Bool("pty"), Grace: c.Duration("grace"),
+		PTY: c.Bool("pty"), Grace: c.Duration("grace"), Alloc: allocPayload,
 	}
 	if !c.Bool("quiet") {
 		popts.Stderr = c.Root().ErrWriter
@@ -278,7 +278,7 @@ func openCapture(name string, appendTo bool) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", name, err)
 	}
-	if !appendTo {
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && !appendTo {
 		if err := f.Truncate(0); err != nil {
 			f.Close()
 			return nil, err
@@ -293,23 +293,32 @@ func (c *capture) closeFile() {
 	}
 }
 
-// loop ticks the endpoint every interval and writes what it drained; it
-// emits a health record every second. It never blocks a producer: only the
-// writer waits on the disk.
+// loop ticks the endpoint every interval, and sooner when frames pile up
+// (checked every busyPoll), and writes what it drained; it emits a health
+// record every second. Draining early keeps few payload buffers in flight,
+// so they are recycled while still in cache instead of fresh pages being
+// faulted in. It never blocks a producer: only the writer waits on the disk.
 func (c *capture) loop(interval time.Duration) {
-	t := time.NewTicker(interval)
+	poll := min(busyPoll, interval)
+	t := time.NewTicker(poll)
 	defer t.Stop()
-	healthEvery := max(1, int(time.Second/interval))
 	var err error
-	for n := 1; ; n++ {
+	lastTick, lastHealth := time.Now(), time.Now()
+	for {
 		select {
 		case <-c.stop:
 			c.done <- err
 			return
 		case <-t.C:
 		}
-		if n%healthEvery == 0 {
+		now := time.Now()
+		if now.Sub(lastTick) < interval && c.endpoint.Pending() < busyFrames {
+			continue
+		}
+		lastTick = now
+		if now.Sub(lastHealth) >= time.Second {
 			c.endpoint.SubmitHealth()
+			lastHealth = now
 		}
 		c.clock.Tick()
 		if e := c.write(); e != nil && err == nil {
@@ -317,6 +326,12 @@ func (c *capture) loop(interval time.Duration) {
 		}
 	}
 }
+
+// A capture loop drains early, every busyPoll, once busyFrames frames wait.
+const (
+	busyPoll   = 10 * time.Millisecond
+	busyFrames = 16
+)
 
 func (c *capture) write() error {
 	c.events = c.sub.DrainInto(c.events[:0])
@@ -327,6 +342,9 @@ func (c *capture) write() error {
 			err = c.w.DeclareChannel(*ev.Channel)
 		case frames.EventFrame:
 			err = c.w.WriteFrame(frames.Frame{Channel: ev.Frame.Channel.Channel, Position: ev.Frame.Position, Payload: ev.Frame.Payload})
+			if err == nil {
+				releasePayload(ev.Frame.Payload) // written (copied): reuse it
+			}
 		}
 		if err != nil {
 			return err

@@ -71,8 +71,9 @@ type framer struct {
 	p        Producer
 	stats    *ChannelStats
 	maxFrame int
-	pending  []byte // a partial line: no '\n', len < maxFrame
-	gen      uint64 // counts the times pending went from empty to non-empty
+	alloc    func(n int) []byte // Options.Alloc; nil means make
+	pending  []byte             // a partial line: no '\n', len < maxFrame
+	gen      uint64             // counts the times pending went from empty to non-empty
 }
 
 func newFramer(p Producer, stats *ChannelStats, maxFrame int) *framer {
@@ -110,9 +111,12 @@ func (f *framer) write(data []byte) {
 // ownership) and empties pending.
 func (f *framer) emit(b []byte) {
 	var payload []byte
-	if len(b) == 0 {
+	switch {
+	case f.alloc != nil:
+		payload = append(append(f.alloc(len(f.pending) + len(b))[:0], f.pending...), b...)
+	case len(b) == 0:
 		payload = bytes.Clone(f.pending)
-	} else {
+	default:
 		// A full slice expression forces append to allocate; growslice does
 		// not zero the bytes it is about to copy over.
 		payload = append(f.pending[:len(f.pending):len(f.pending)], b...)
@@ -149,6 +153,7 @@ func newCapture(name string, f *os.File, w io.Writer, wmu *sync.Mutex, p Produce
 	c := &capture{name: name, f: f, w: w, wmu: wmu, idle: o.IdleFlush, done: make(chan struct{})}
 	c.stats.ID = ch
 	c.fr = newFramer(p, &c.stats, o.MaxFrameSize)
+	c.fr.alloc = o.Alloc
 	return c
 }
 

@@ -105,6 +105,13 @@ type Options struct {
 	// MaxFrameSize is the largest text frame, in bytes. It also bounds the
 	// bytes held per channel. 0 means DefaultMaxFrameSize.
 	MaxFrameSize int
+	// Alloc, if not nil, supplies the buffer of each output frame: it
+	// returns a slice with capacity for at least n bytes (its length is
+	// ignored). A caller that knows when the producer is done with a
+	// payload (ds wrap, once the frame is written) can recycle buffers
+	// through it instead of having proc allocate one per frame, which is
+	// most of the capture path's cost. nil means a fresh allocation.
+	Alloc func(n int) []byte
 	// DrainTimeout bounds the wait for the output pipes to close after the
 	// child exited (a background grandchild may hold them). 0 means
 	// DefaultDrainTimeout.

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"math/bits"
+	"sync"
+)
+
+// Payload buffers of ds wrap's capture path are recycled: proc builds each
+// output frame in a buffer from allocPayload, and the capture loop hands it
+// back with releasePayload once the frame is written (segments.Writer
+// copies it). Allocating a fresh buffer per frame costs more than the rest
+// of the capture path together on machines where page faults are slow.
+// Buffers come in power-of-two size classes from 512 B to 64 KiB, so a
+// short line does not pin a 64 KiB buffer while it waits for a tick.
+const (
+	minPoolShift = 9  // 512 B
+	maxPoolShift = 16 // 64 KiB
+)
+
+var payloadPools [maxPoolShift - minPoolShift + 1]sync.Pool
+
+// allocPayload returns an empty slice with capacity for at least n bytes.
+func allocPayload(n int) []byte {
+	shift := max(minPoolShift, bits.Len(uint(max(n, 1)-1)))
+	if shift > maxPoolShift {
+		return make([]byte, 0, n)
+	}
+	if p, ok := payloadPools[shift-minPoolShift].Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, 1<<shift)
+}
+
+// releasePayload returns b to its pool if it came from one; b must not be
+// used afterwards.
+func releasePayload(b []byte) {
+	c := cap(b)
+	if c < 1<<minPoolShift || c > 1<<maxPoolShift || c&(c-1) != 0 {
+		return
+	}
+	b = b[:0]
+	payloadPools[bits.Len(uint(c))-1-minPoolShift].Put(&b)
+}
