@@ -1,6 +1,7 @@
 package views
 
 import (
+	"bytes"
 	"container/heap"
 	"hash/maphash"
 	"math"
@@ -112,7 +113,9 @@ type assembly struct {
 	stats   StreamStats
 }
 
-// Add ingests one frame of stream s. The assembler keeps f.Payload.
+// Add ingests one frame of stream s. f.Payload need only be valid during
+// the call: a frame emitted at once is passed on as it is, and a frame held
+// back is copied.
 func (a *Assembler) Add(s frames.StreamID, f frames.Frame) {
 	st := a.last
 	if st == nil || st.id != s {
@@ -138,6 +141,7 @@ func (a *Assembler) Add(s frames.StreamID, f frames.Frame) {
 		return
 	}
 	st.held[f.Position] = h
+	f.Payload = bytes.Clone(f.Payload)
 	heap.Push(&st.pending, held{f: f, hash: h})
 	if !st.started {
 		// Nothing precedes position 0, so a stream whose first frame is

@@ -15,7 +15,8 @@ type Sink interface {
 	Segment(d frames.StreamDescriptor, channels []frames.ChannelDescriptor)
 	// Channel reports a ChannelDeclared record.
 	Channel(d frames.ChannelDescriptor)
-	// Frame reports a frame of stream s; the sink owns f.Payload.
+	// Frame reports a frame of stream s. f.Payload is valid only during the
+	// call: Scan reuses its storage for the next frame.
 	Frame(s frames.StreamID, f frames.Frame)
 	// Ended reports a StreamEnded record.
 	Ended(s frames.StreamID)
@@ -50,8 +51,9 @@ func Scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink) (damage
 			held = nil
 		}
 	}
+	var e segments.Entry
 	for {
-		e, err := sr.Next()
+		err := sr.NextInto(&e)
 		if err == io.EOF {
 			report(true)
 			return damaged, nil
