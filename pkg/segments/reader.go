@@ -520,9 +520,21 @@ func (r *Reader) resync(from int64) (int64, bool, error) {
 	defer func() { r.scanning = false }()
 	r.idx.reset(from)
 	undetermined := int64(-1)
+	// Inside a segment, a header found by the scan may lie in the payload
+	// of the damaged record itself (a DSS capture captured as a payload,
+	// whose escape byte was hit: 89 00 → 89 89). Such a header is taken
+	// only if no record valid under this segment's seed follows it within
+	// the longest extent the damaged record (which starts at from-1) can
+	// have: a real next segment has another seed, so none would.
+	hdr, hdrLimit := int64(-1), int64(0)
 	for pos := from; ; {
+		if hdr >= 0 && pos >= hdrLimit {
+			return hdr, true, nil
+		}
 		r.seek(pos)
-		r.idx.trim(pos)
+		if hdr < 0 {
+			r.idx.trim(pos)
+		}
 		if err := r.fill(scanAhead); err != nil && err != io.EOF {
 			return 0, false, err
 		}
@@ -540,8 +552,22 @@ func (r *Reader) resync(from int64) (int64, bool, error) {
 			continue
 		}
 		cand := pos + int64(i)
+		isHeader := b[i] == wireformat.Magic[0]
+		if hdr >= 0 && (isHeader || cand >= hdrLimit) {
+			if cand >= hdrLimit {
+				return hdr, true, nil
+			}
+			pos = cand + 1
+			continue
+		}
 		switch r.checkCandidate(cand) {
 		case valid:
+			if isHeader && r.seg != nil {
+				hdr = cand
+				hdrLimit = from - 1 + int64(wireformat.RecordOverhead) + int64(r.max)
+				pos = cand + 1
+				continue
+			}
 			return cand, true, nil
 		case needMore:
 			if undetermined < 0 {
@@ -552,6 +578,9 @@ func (r *Reader) resync(from int64) (int64, bool, error) {
 			return 0, false, r.err
 		}
 		pos = cand + 1
+	}
+	if hdr >= 0 {
+		return hdr, true, nil
 	}
 	if r.follow && undetermined >= 0 {
 		return undetermined, false, nil
