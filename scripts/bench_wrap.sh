@@ -17,8 +17,8 @@ trap 'rm -rf "$work"' EXIT
 lines=$((mib * 1024 * 1024 / 100))
 cat > "$work/child.sh" <<EOC
 #!/bin/sh
-# 99 characters and a newline per line.
-awk 'BEGIN { s = sprintf("%099d", 0); for (i = 0; i < $lines; i++) print s }'
+# Log-like lines of 99 characters and a newline.
+awk 'BEGIN { for (i = 0; i < $lines; i++) { s = sprintf("%08d INFO worker-%d handled request %d in %d ms path=/api/items/%d status=%d ", i, i % 8, i * 7, i % 250, i % 10007, (i % 50 ? 200 : 500)); printf "%-99.99s\\n", s } }'
 EOC
 chmod +x "$work/child.sh"
 
