@@ -7,8 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"io/fs"
 	"path/filepath"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -79,6 +79,12 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 			err = &wrapError{err}
 		}
 	}()
+	if c.Duration("grace") <= 0 {
+		return usagef("wrap: --grace must be positive")
+	}
+	if c.IsSet("node") && c.String("node") == "" {
+		return usagef("wrap: --node must not be empty")
+	}
 	argv := c.Args().Slice()
 	if len(argv) == 0 {
 		return usagef("wrap: no command given (ds wrap [flags] -- CMD [ARGS…])")
@@ -98,9 +104,6 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 		return usagef("wrap: %v", err)
 	}
 	opts.Label = label
-	// The capture path allocates one buffer per frame; a lazier collector
-	// halves its CPU (measured in pkg/proc's BenchmarkCapture).
-	debug.SetGCPercent(400)
 	stdout := c.Root().Writer
 	cap, err := startCapture(opts, stdout, c.Root().ErrWriter)
 	if err != nil {
@@ -175,15 +178,30 @@ type capture struct {
 	events   []frames.Event
 }
 
-func resolveOutput(out, label string, now time.Time) (string, error) {
-	name := label + "-" + now.Format("20060102T150405") + ".dss"
-	if out == "" {
-		return name, nil
+// newCaptureFile creates a capture named LABEL-YYYYMMDDTHHMMSS.dss in dir,
+// never replacing a file: when the name is taken (another run in the same
+// second), it tries LABEL-…-2.dss, -3, and so on. The file is created
+// exclusively, so two runs can never pick the same name.
+func newCaptureFile(dir, label string, now time.Time) (string, *os.File, error) {
+	base := filepath.Join(dir, label+"-"+now.Format("20060102T150405"))
+	for i := 1; ; i++ {
+		name := base + ".dss"
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d.dss", base, i)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) && i < 1000 {
+			continue
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			return "", nil, fmt.Errorf("lock %s: %w", name, err)
+		}
+		return name, f, nil
 	}
-	if fi, err := os.Stat(out); err == nil && fi.IsDir() {
-		return filepath.Join(out, name), nil
-	}
-	return out, nil
 }
 
 func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) {
@@ -227,11 +245,13 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 		}
 		c.name, c.toStdout, w = "stdout", true, stdout
 	} else {
-		c.name, err = resolveOutput(o.Output, o.Label, now)
-		if err != nil {
-			return nil, err
+		if o.Output == "" || isDir(o.Output) {
+			c.name, c.file, err = newCaptureFile(o.Output, o.Label, now)
+		} else {
+			c.name = o.Output
+			c.file, err = openCapture(c.name, o.Append)
 		}
-		if c.file, err = openCapture(c.name, o.Append); err != nil {
+		if err != nil {
 			return nil, err
 		}
 		w = c.file
@@ -271,6 +291,14 @@ func openCapture(name string, appendTo bool) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return f, nil // a device, FIFO or pipe: nothing to lock or empty
+	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -278,7 +306,7 @@ func openCapture(name string, appendTo bool) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", name, err)
 	}
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && !appendTo {
+	if !appendTo {
 		if err := f.Truncate(0); err != nil {
 			f.Close()
 			return nil, err
@@ -316,13 +344,16 @@ func (c *capture) loop(interval time.Duration) {
 			continue
 		}
 		lastTick = now
-		if now.Sub(lastHealth) >= time.Second {
-			c.endpoint.SubmitHealth()
-			lastHealth = now
-		}
+		busy := c.endpoint.Pending() > 0
 		c.clock.Tick()
 		if e := c.write(); e != nil && err == nil {
 			err = e // sticky in the writer too; keep draining so producers never block
+		}
+		if busy && now.Sub(lastHealth) >= time.Second {
+			// Only when there is news, so an idle stream stays silent; and
+			// right after a drain, so that it finds room in the queue.
+			c.endpoint.SubmitHealth()
+			lastHealth = now
 		}
 	}
 }
@@ -365,6 +396,10 @@ func (c *capture) write() error {
 func (c *capture) finish() error {
 	close(c.stop)
 	err := <-c.done
+	c.endpoint.Tick() // make room for the last records, whatever piled up
+	if e := c.write(); err == nil {
+		err = e
+	}
 	c.endpoint.SubmitHealth()
 	c.clock.Emit()
 	c.endpoint.End()

@@ -17,6 +17,11 @@ const DefaultSubscriberCapacity = 1024
 // bytes per event.
 const MaxSubscriberCapacity = MaxMuxCapacity + 1<<16
 
+// DefaultMuxMaxBytes is the payload bytes an endpoint's mux queue holds
+// when EndpointOptions.MuxMaxBytes is 0: 64 MiB, over half a second of a
+// child writing as fast as a pipe allows, at a 100 ms tick.
+const DefaultMuxMaxBytes = 64 << 20
+
 // ErrEnded is returned by registration on an endpoint whose stream has ended.
 var ErrEnded = errors.New("frames: stream has ended")
 
@@ -25,6 +30,9 @@ type EndpointOptions struct {
 	// MuxCapacity is the mux queue capacity in frames; 0 means
 	// DefaultMuxCapacity. It is clamped to [1, MaxMuxCapacity].
 	MuxCapacity int
+	// MuxMaxBytes bounds the payload bytes the mux queue holds; 0 means
+	// DefaultMuxMaxBytes, negative means no byte bound (see NewMuxBytes).
+	MuxMaxBytes int
 	// MaxChannelID bounds the ids the catalog hands out; 0 means the whole
 	// uint32 range. Tests use small values to reach exhaustion.
 	MaxChannelID ChannelID
@@ -73,9 +81,13 @@ func NewEndpoint(desc StreamDescriptor, opts EndpointOptions) *Endpoint {
 	if capacity == 0 {
 		capacity = DefaultMuxCapacity
 	}
+	maxBytes := opts.MuxMaxBytes
+	if maxBytes == 0 {
+		maxBytes = DefaultMuxMaxBytes
+	}
 	return &Endpoint{
 		desc:    desc,
-		mux:     NewMux(capacity),
+		mux:     NewMuxBytes(capacity, maxBytes),
 		catalog: NewCatalog(desc.Stream, opts.MaxChannelID),
 	}
 }

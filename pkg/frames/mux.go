@@ -30,9 +30,11 @@ type pending struct {
 // positions and later batches hold higher positions.
 type Mux struct {
 	capacity int
+	maxBytes int // 0: no byte limit
 
 	mu     sync.Mutex
 	queue  []pending
+	bytes  int    // payload bytes queued; guarded by mu
 	next   uint64 // next position to assign; guarded by mu
 	closed bool   // guarded by mu
 
@@ -50,6 +52,18 @@ func NewMux(capacity int) *Mux {
 	return &Mux{capacity: capacity}
 }
 
+// NewMuxBytes is NewMux with a second bound: the queue also refuses a
+// submission that would take its payload bytes past maxBytes (a single
+// payload larger than maxBytes is accepted into an empty queue, so that no
+// size is refused for ever). maxBytes ≤ 0 means no byte bound. A bound in
+// bytes is what keeps a producer of large frames (ds wrap's 64 KiB output
+// frames) from queueing gigabytes while a slow consumer catches up.
+func NewMuxBytes(capacity, maxBytes int) *Mux {
+	m := NewMux(capacity)
+	m.maxBytes = max(maxBytes, 0)
+	return m
+}
+
 // Capacity returns the clamped queue capacity.
 func (m *Mux) Capacity() int { return m.capacity }
 
@@ -60,12 +74,14 @@ func (m *Mux) Capacity() int { return m.capacity }
 // must not modify it afterwards. The payload is never inspected.
 func (m *Mux) Submit(ch ChannelID, payload []byte) bool {
 	m.mu.Lock()
-	if len(m.queue) >= m.capacity || m.closed {
+	if len(m.queue) >= m.capacity || m.closed ||
+		(m.maxBytes > 0 && len(m.queue) > 0 && m.bytes+len(payload) > m.maxBytes) {
 		m.mu.Unlock()
 		m.dropped.Add(1)
 		return false
 	}
 	m.queue = append(m.queue, pending{channel: ch, payload: payload})
+	m.bytes += len(payload)
 	m.mu.Unlock()
 	return true
 }
@@ -100,6 +116,7 @@ func (m *Mux) DrainInto(dst []Frame) []Frame {
 	base := m.next
 	m.next += uint64(len(batch))
 	m.queue = m.spare[:0]
+	m.bytes = 0
 	m.mu.Unlock()
 	for i, p := range batch {
 		dst = append(dst, Frame{Channel: p.channel, Position: Position(base + uint64(i)), Payload: p.payload})
@@ -115,5 +132,5 @@ func (m *Mux) DrainInto(dst []Frame) []Frame {
 func (m *Mux) Assigned() uint64 { return m.assigned.Load() }
 
 // Dropped returns how many submissions were refused because the queue was
-// full or the mux was closed. Dropped submissions never had a position.
+// full (in frames or bytes) or the mux was closed. Dropped submissions never had a position.
 func (m *Mux) Dropped() uint64 { return m.dropped.Load() }

@@ -222,3 +222,26 @@ func TestMuxSubmitNeverBlocks(t *testing.T) {
 		t.Fatalf("dropped %d, want %d", m.Dropped(), 100000-8)
 	}
 }
+
+// A byte bound refuses submissions that would pass it, before a position.
+func TestMuxByteBound(t *testing.T) {
+	m := NewMuxBytes(100, 10)
+	if !m.Submit(1, make([]byte, 6)) || !m.Submit(1, make([]byte, 4)) {
+		t.Fatal("submissions within the bound refused")
+	}
+	if m.Submit(1, make([]byte, 1)) {
+		t.Fatal("submission past the byte bound accepted")
+	}
+	if got := m.Drain(); len(got) != 2 || got[1].Position != 1 {
+		t.Fatalf("drain = %v", got)
+	}
+	if !m.Submit(1, make([]byte, 50)) {
+		t.Fatal("an oversized payload must enter an empty queue")
+	}
+	if m.Submit(1, []byte{1}) {
+		t.Fatal("queue over its byte bound accepted more")
+	}
+	if m.Dropped() != 2 {
+		t.Fatalf("dropped %d", m.Dropped())
+	}
+}
