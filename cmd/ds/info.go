@@ -34,10 +34,13 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 	info := views.NewInfo(0)
 	err := scanInputs(ctx, c.Args().Slice(), root.Reader, root.ErrWriter, false, func(in *input) views.Sink {
 		info.File(in.name)
-		if in.size >= 0 {
-			info.FileSize(in.size)
-		}
 		return info
+	}, func(in *input) {
+		size := in.size
+		if size < 0 || in.live {
+			size = in.read // stdin, a pipe, or a file still growing: what was read
+		}
+		info.FileSize(size)
 	})
 	files, streams := info.Summary()
 	var werr error

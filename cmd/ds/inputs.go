@@ -18,6 +18,7 @@ type input struct {
 	r    io.Reader
 	size int64 // -1 when unknown
 	live bool  // a writer holds the file's lock: its tail is still being written
+	read int64 // bytes read, once scanned
 	file *os.File
 }
 
@@ -82,7 +83,9 @@ func (d *damageReporter) Damage(offset, end int64, torn bool, err error) {
 // scanInputs reads every named input in order into the sink made for it.
 // It keeps going past a bad input and returns the worst outcome: an I/O
 // error (exit 1) over damage (exit 3).
-func scanInputs(ctx context.Context, names []string, stdin io.Reader, stderr io.Writer, follow bool, sinkFor func(*input) views.Sink) error {
+//
+// done, if not nil, is called after each input is read.
+func scanInputs(ctx context.Context, names []string, stdin io.Reader, stderr io.Writer, follow bool, sinkFor func(*input) views.Sink, done func(*input)) error {
 	if len(names) == 0 {
 		return usagef("no input given (name capture files, or - for stdin)")
 	}
@@ -97,8 +100,13 @@ func scanInputs(ctx context.Context, names []string, stdin io.Reader, stderr io.
 			}
 			continue
 		}
+		cr := &countingReader{r: in.r}
 		rep := &damageReporter{Sink: sinkFor(in), in: in, stderr: stderr}
-		_, err = views.Scan(ctx, in.r, views.ScanOptions{Follow: follow}, rep)
+		_, err = views.Scan(ctx, cr, views.ScanOptions{Follow: follow}, rep)
+		in.read = cr.n
+		if done != nil {
+			done(in)
+		}
 		in.close()
 		if rep.damaged {
 			damaged++
@@ -127,4 +135,16 @@ func channelFilters(patterns []string) []frames.ChannelFilter {
 		fs = append(fs, frames.ParseChannelPattern(p))
 	}
 	return fs
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
 }

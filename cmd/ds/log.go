@@ -21,8 +21,11 @@ position order, one line per text line:
    [STREAM]  POSITION  CHANNEL  TEXT
 
 A text line split across frames is shown once, whole, at the position where
-it started; CRLF ends a line; a line with bare CRs (a progress bar) shows its
-last segment, as a terminal would (--cr-segments shows each). JSON records
+it started, when it is complete: lines of other channels completed in the
+meantime come first, and a line its stream never finished is printed when
+the stream ends. A line longer than 1 MiB is printed in 1 MiB pieces. CRLF
+ends a line; a line with bare CRs (a progress bar) shows its last segment,
+as a terminal would (--cr-segments shows each). JSON records
 are printed compactly; bytes that are not text are escaped as \xNN. Gaps
 (positions that never arrived) and damaged byte ranges are shown in place.
 The stream column appears when the inputs hold more than one stream.
@@ -31,7 +34,7 @@ The writer's own channels (datastream.clock, datastream.health) are hidden
 unless --all is given or -c names them.
 
 --cat prints payload bytes only, byte-exact: by default the text channels,
-with -c the channels named. --json prints one JSON object per frame, gap and
+with -c the channels named (records as written, with no separator). --json prints one JSON object per frame, gap and
 damaged range; a text payload that is not UTF-8 carries "bytes_b64" instead
 of "text", a record "record", and "time" (RFC 3339) is the stream's latest
 datastream.clock reading at that frame.
@@ -69,7 +72,7 @@ func logAction(ctx context.Context, c *cli.Command) error {
 	err := scanInputs(ctx, c.Args().Slice(), root.Reader, root.ErrWriter, false, func(in *input) views.Sink {
 		sink.File = in.name
 		return sink
-	})
+	}, nil)
 	sink.A.Flush()
 	if cerr := p.Close(); cerr != nil && err == nil {
 		if isEPIPE(cerr) {

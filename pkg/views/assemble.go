@@ -234,16 +234,21 @@ func (a *Assembler) emitFrame(st *assembly, p held) {
 // remain (call it at the end of input, or when a follower has been idle).
 func (a *Assembler) Flush() {
 	for _, s := range a.order {
-		st := a.streams[s]
-		if len(st.pending) == 0 {
-			continue
-		}
-		if !st.started {
-			st.started, st.next = true, st.pending[0].f.Position
-			st.stats.First = st.next
-		}
-		a.drain(st, true)
+		a.FlushStream(s)
 	}
+}
+
+// FlushStream is Flush for one stream.
+func (a *Assembler) FlushStream(s frames.StreamID) {
+	st := a.streams[s]
+	if st == nil || len(st.pending) == 0 {
+		return
+	}
+	if !st.started {
+		st.started, st.next = true, st.pending[0].f.Position
+		st.stats.First = st.next
+	}
+	a.drain(st, true)
 }
 
 // Streams returns the streams seen, in order of first appearance.

@@ -28,7 +28,7 @@ type ChannelSummary struct {
 // ExitSummary is what a proc.<label>.lifecycle "exited" record said.
 type ExitSummary struct {
 	Channel  string `json:"channel"`
-	Kind     string `json:"kind"` // "code" or "signal"
+	Kind     string `json:"kind"` // "code", "signal" or "spawn_failed" (the command could not start)
 	Value    int    `json:"value"`
 	ExitCode int    `json:"exit_code"`
 }
@@ -213,6 +213,14 @@ func (in *Info) item(it Item) {
 			ExitCode *int `json:"exit_code"`
 		}
 		r, err := frames.DecodeRecord(f.Payload, exited{})
+		if err == nil && r.Event == "spawn_failed" {
+			e := ExitSummary{Channel: d.Name, Kind: "spawn_failed", ExitCode: 127}
+			if r.ExitCode != nil {
+				e.ExitCode = *r.ExitCode
+			}
+			e.Value = e.ExitCode
+			st.exits = append(st.exits, e)
+		}
 		if err == nil && r.Event == "exited" {
 			e := ExitSummary{Channel: d.Name, Kind: r.Status.Kind, Value: r.Status.Value, ExitCode: r.Status.Value}
 			if r.Status.Kind == "signal" {
@@ -358,7 +366,12 @@ func WriteInfoText(w io.Writer, files []FileSummary, streams []StreamSummary) er
 		}
 		fmt.Fprintf(tw, "  ended cleanly\t%s\n", end)
 		for _, e := range s.Exits {
-			fmt.Fprintf(tw, "  exit\t%s: %s %d (status %d)\n", strings.TrimSuffix(e.Channel, ".lifecycle"), e.Kind, e.Value, e.ExitCode)
+			label := strings.TrimSuffix(e.Channel, ".lifecycle")
+			if e.Kind == "spawn_failed" {
+				fmt.Fprintf(tw, "  exit\t%s: could not start (status %d)\n", label, e.ExitCode)
+				continue
+			}
+			fmt.Fprintf(tw, "  exit\t%s: %s %d (status %d)\n", label, e.Kind, e.Value, e.ExitCode)
 		}
 		fmt.Fprintf(tw, "  channels\n    id\tname\tcontent\tframes\tbytes\n")
 		for _, c := range s.Channels {

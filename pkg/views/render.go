@@ -83,12 +83,15 @@ type Printer struct {
 	partials map[lineKey]*partial
 	pending  []lineKey // order in which partial lines were opened
 
-	multi    bool // a stream column leads each line
-	streamW  int  // width of the stream column
-	nameW    int  // width of the channel column
-	line     []byte
-	err      error
-	lastSeen frames.StreamID
+	multi     bool // a stream column leads each line (text format)
+	decided   bool // multi is fixed; until then lines are held
+	held      []heldLine
+	heldBytes int
+	streamW   int // width of the stream column
+	nameW     int // width of the channel column
+	line      []byte
+	err       error
+	lastSeen  frames.StreamID
 }
 
 // NewPrinter returns a printer writing to w.
@@ -110,8 +113,8 @@ func (p *Printer) Stream(d frames.StreamDescriptor) {
 	}
 	p.streamW = max(p.streamW, len(d.Stream.String()))
 	p.streams[d.Stream] = &streamInfo{desc: d, channels: make(map[frames.ChannelID]frames.ChannelDescriptor), visible: make(map[frames.ChannelID]bool)}
-	if len(p.streams) > 1 {
-		p.multi = true
+	if len(p.streams) > 1 && !p.decided {
+		p.decide() // several streams: a stream column, from the first line on
 	}
 }
 
@@ -227,10 +230,6 @@ func (p *Printer) Damage(file string, offset, end int64, torn bool, err error) {
 		p.line = append(p.line, "}}\n"...)
 	default:
 		p.line = p.line[:0]
-		if p.multi {
-			p.line = appendPadded(p.line, "-", p.streamW)
-			p.line = append(p.line, "  "...)
-		}
 		p.line = append(p.line, "     !  "...)
 		p.line = appendPadded(p.line, "damage", p.nameW)
 		p.line = append(p.line, "  "...)
@@ -252,8 +251,27 @@ func (p *Printer) Damage(file string, offset, end int64, torn bool, err error) {
 			p.line = appendEscaped(p.line, []byte(msg), true)
 		}
 		p.line = append(p.line, '\n')
+		p.out(nil, p.line)
+		return
 	}
 	p.write(p.line)
+}
+
+// EndStream prints the unfinished lines of stream s: nothing can complete
+// them once the stream has ended.
+func (p *Printer) EndStream(s frames.StreamID) {
+	keep := p.pending[:0]
+	for _, k := range p.pending {
+		if k.stream != s {
+			keep = append(keep, k)
+			continue
+		}
+		if pl := p.partials[k]; pl != nil && len(pl.buf) > 0 {
+			p.textLine(p.streams[k.stream], k.channel, pl.pos, pl.buf, "")
+		}
+		delete(p.partials, k)
+	}
+	p.pending = keep
 }
 
 // Close prints unfinished lines and flushes the output.
@@ -265,14 +283,17 @@ func (p *Printer) Close() error {
 		}
 	}
 	p.pending, p.partials = nil, make(map[lineKey]*partial)
+	p.decide()
 	if p.err == nil {
 		p.err = p.w.Flush()
 	}
 	return p.err
 }
 
-// Flush writes buffered output without closing unfinished lines.
+// Flush writes buffered output without closing unfinished lines (the
+// columns are fixed by the streams seen so far).
 func (p *Printer) Flush() error {
+	p.decide()
 	if p.err == nil {
 		p.err = p.w.Flush()
 	}
@@ -285,12 +306,56 @@ func (p *Printer) write(b []byte) {
 	}
 }
 
+// out writes one text-format line of stream st (nil: no stream). Until the
+// printer knows whether the input holds more than one stream, lines are
+// held back (up to maxUndecided bytes), so that every line gets the same
+// columns: a stream column leads each line when there are several streams.
+func (p *Printer) out(st *streamInfo, line []byte) {
+	if !p.decided {
+		p.held = append(p.held, heldLine{st: st, line: bytes.Clone(line)})
+		p.heldBytes += len(line)
+		if p.heldBytes >= maxUndecided {
+			p.decide()
+		}
+		return
+	}
+	if p.multi {
+		var col [64]byte
+		c := col[:0]
+		name := "-"
+		if st != nil {
+			name = st.desc.Stream.String()
+		}
+		c = appendPadded(c, name, p.streamW)
+		c = append(c, "  "...)
+		p.write(c)
+	}
+	p.write(line)
+}
+
+// decide fixes the columns and prints the held lines.
+func (p *Printer) decide() {
+	if p.decided {
+		return
+	}
+	p.decided, p.multi = true, len(p.streams) > 1
+	for _, h := range p.held {
+		p.out(h.st, h.line)
+	}
+	p.held, p.heldBytes = nil, 0
+}
+
+// maxUndecided bounds the output held back before the first line is
+// printed; past it, the columns are fixed by the streams seen so far.
+const maxUndecided = 1 << 20
+
+type heldLine struct {
+	st   *streamInfo
+	line []byte
+}
+
 func (p *Printer) prefix(st *streamInfo, pos string, channel string) {
 	p.line = p.line[:0]
-	if p.multi {
-		p.line = appendPadded(p.line, st.desc.Stream.String(), p.streamW)
-		p.line = append(p.line, "  "...)
-	}
 	for i := len(pos); i < 6; i++ {
 		p.line = append(p.line, ' ')
 	}
@@ -328,6 +393,8 @@ func (p *Printer) gap(st *streamInfo, g Gap) {
 		} else {
 			p.line = append(p.line, " frames)\n"...)
 		}
+		p.out(st, p.line)
+		return
 	}
 	p.write(p.line)
 }
@@ -361,7 +428,7 @@ func (p *Printer) textFrame(st *streamInfo, it Item) {
 			p.line = appendEscaped(p.line, f.Payload, true)
 		}
 		p.line = append(p.line, '\n')
-		p.write(p.line)
+		p.out(st, p.line)
 		return
 	}
 	// Text: join frames of the channel until a newline, so a line split
@@ -432,7 +499,7 @@ func (p *Printer) textLine1(st *streamInfo, name string, pos frames.Position, li
 	p.line = append(p.line, note...)
 	p.line = appendEscaped(p.line, line, false)
 	p.line = append(p.line, '\n')
-	p.write(p.line)
+	p.out(st, p.line)
 }
 
 func (p *Printer) jsonHead(b []byte, st *streamInfo) []byte {

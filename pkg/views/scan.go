@@ -113,8 +113,12 @@ func (s *LogSink) Channel(d frames.ChannelDescriptor) { s.P.Channel(d) }
 // Frame implements Sink.
 func (s *LogSink) Frame(id frames.StreamID, f frames.Frame) { s.A.Add(id, f) }
 
-// Ended implements Sink.
-func (s *LogSink) Ended(frames.StreamID) {}
+// Ended implements Sink: the stream's frames still held are flushed (an
+// ended stream has no more to come) and its unfinished lines printed.
+func (s *LogSink) Ended(id frames.StreamID) {
+	s.A.FlushStream(id)
+	s.P.EndStream(id)
+}
 
 // Damage implements Sink.
 func (s *LogSink) Damage(offset, end int64, torn bool, err error) {
