@@ -102,7 +102,7 @@ func scanInputs(ctx context.Context, names []string, stdin io.Reader, stderr io.
 		}
 		cr := &countingReader{r: in.r}
 		rep := &damageReporter{Sink: sinkFor(in), in: in, stderr: stderr}
-		_, err = views.Scan(ctx, cr, views.ScanOptions{Follow: follow}, rep)
+		err = views.Scan(ctx, cr, views.ScanOptions{Follow: follow}, rep)
 		in.read = cr.n
 		if done != nil {
 			done(in)

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"os"
 
-	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/views"
@@ -81,10 +79,4 @@ func logAction(ctx context.Context, c *cli.Command) error {
 		return cerr
 	}
 	return err
-}
-
-// stdoutIsTerminal reports whether w is a terminal.
-func stdoutIsTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	return ok && isatty.IsTerminal(f.Fd())
 }

@@ -245,7 +245,8 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 		}
 		c.name, c.toStdout, w = "stdout", true, stdout
 	} else {
-		if o.Output == "" || isDir(o.Output) {
+		generated := o.Output == "" || isDir(o.Output)
+		if generated {
 			c.name, c.file, err = newCaptureFile(o.Output, o.Label, now)
 		} else {
 			c.name = o.Output
@@ -255,7 +256,7 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 			return nil, err
 		}
 		w = c.file
-		if o.Output == "" || isDir(o.Output) {
+		if generated {
 			fmt.Fprintf(stderr, "ds: capturing to %s\n", c.name)
 		}
 	}

@@ -91,7 +91,6 @@ type Printer struct {
 	nameW     int // width of the channel column
 	line      []byte
 	err       error
-	lastSeen  frames.StreamID
 }
 
 // NewPrinter returns a printer writing to w.

@@ -37,8 +37,8 @@ type ScanOptions struct {
 // Scan reads one capture from r and reports everything in it to sink. It
 // returns nil at the end of the input (damage is reported to the sink, not
 // returned), ctx.Err() when ctx ends, and otherwise the I/O error that
-// stopped it. It reports whether any damage was found.
-func Scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink) (damaged bool, err error) {
+// stopped it.
+func Scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink) error {
 	sr := segments.NewReader(r, segments.ReaderOptions{Follow: opts.Follow, Context: ctx, MaxRecordSize: opts.MaxRecordSize})
 	// A damaged range is reported once the reader has gone past it, so that
 	// a truncated record at the very end (a torn tail) can be told from one
@@ -46,7 +46,6 @@ func Scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink) (damage
 	var held *segments.CorruptError
 	report := func(tail bool) {
 		if held != nil {
-			damaged = true
 			sink.Damage(held.Offset, held.End, tail && errors.Is(held.Err, io.ErrUnexpectedEOF), held.Err)
 			held = nil
 		}
@@ -56,7 +55,7 @@ func Scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink) (damage
 		err := sr.NextInto(&e)
 		if err == io.EOF {
 			report(true)
-			return damaged, nil
+			return nil
 		}
 		var ce *segments.CorruptError
 		if errors.As(err, &ce) {
@@ -66,7 +65,7 @@ func Scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink) (damage
 		}
 		if err != nil {
 			report(false)
-			return damaged, err
+			return err
 		}
 		report(false)
 		switch e.Kind {

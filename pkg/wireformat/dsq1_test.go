@@ -25,7 +25,6 @@ var (
 	dsq1Stream = frames.StreamDescriptor{Stream: dsq1S, Origin: frames.OriginBootstrap}
 	dsq1C1     = frames.ChannelDescriptor{Stream: dsq1S, ID: 1, Name: "host.resource", Content: frames.JSONRecord("host.resource")}
 	dsq1C2     = frames.ChannelDescriptor{Stream: dsq1S, ID: 2, Name: "proc.trainer.stdout", Content: frames.TextStream()}
-	dsq1C3     = frames.ChannelDescriptor{Stream: dsq1S, ID: 3, Name: "membership", Content: frames.TextStream()}
 )
 
 // dsq1AlphaRecord is the worked example of CONFORMANCE.md §4: the frame
