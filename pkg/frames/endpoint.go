@@ -64,10 +64,11 @@ type Endpoint struct {
 	catalog  *Catalog
 	channels atomic.Uint32 // registered count, for the submit-time id check
 
-	mu    sync.Mutex // guards subs, batch, ended; serialises register/subscribe/tick
+	mu    sync.Mutex // guards subs, batch, ended, hooks; serialises register/subscribe/tick
 	subs  []*Subscription
 	batch []Frame
 	ended bool
+	hooks DrainHooks // set by NewClock (Head) and EnableHealth (Loss)
 
 	drained        atomic.Uint64
 	bitbucketed    atomic.Uint64
@@ -155,7 +156,7 @@ func (e *Endpoint) Pending() int { return e.mux.Pending() }
 func (e *Endpoint) Tick() TickReport {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.batch = e.mux.DrainInto(e.batch[:0])
+	e.batch = e.mux.DrainWith(e.batch[:0], e.hooks)
 	batch := e.batch
 	rep := TickReport{Drained: len(batch), Subscribers: len(e.subs)}
 	e.drained.Add(uint64(len(batch)))
@@ -267,6 +268,7 @@ func (e *Endpoint) Health() Health {
 		Assigned:          e.mux.Assigned(),
 		Drained:           e.drained.Load(),
 		MuxDropped:        e.mux.Dropped(),
+		MuxDroppedBytes:   e.mux.DroppedBytes(),
 		Bitbucketed:       e.bitbucketed.Load(),
 		UnknownChannel:    e.unknownChannel.Load(),
 		SubscriberDropped: e.subDropped.Load(),
@@ -325,6 +327,31 @@ func (p Producer) SubmitRecord(ch ChannelID, v any) (bool, error) {
 
 // Pending returns how many submissions wait for the next tick.
 func (p Producer) Pending() int { return p.e.mux.Pending() }
+
+// SubmitReserved submits payload on ch through the mux's reserved lane
+// ([Mux.SubmitReserved]): it is never refused for a full queue, only
+// after [Endpoint.End] or for an unregistered ch. It is for a producer's own
+// few records that must survive any load: ds wrap's lifecycle records, the
+// health and clock records. The endpoint takes ownership of payload.
+func (p Producer) SubmitReserved(ch ChannelID, payload []byte) bool {
+	if ch == 0 || uint32(ch) > p.e.channels.Load() {
+		p.e.unknownChannel.Add(1)
+		return false
+	}
+	return p.e.mux.SubmitReserved(ch, payload)
+}
+
+// SubmitWait is SubmitBytes that waits for room in a full queue instead of
+// dropping ([Mux.SubmitWait]): back-pressure on this producer only, as a
+// pipe would put on a writer. It returns false when ch is unregistered, the
+// stream has ended, or done is closed first.
+func (p Producer) SubmitWait(ch ChannelID, payload []byte, done <-chan struct{}) bool {
+	if ch == 0 || uint32(ch) > p.e.channels.Load() {
+		p.e.unknownChannel.Add(1)
+		return false
+	}
+	return p.e.mux.SubmitWait(ch, payload, done)
+}
 
 // Subscription is one subscriber of an [Endpoint] (spec §6.2). It has a
 // bounded data queue with its own drop counter and an unbounded control

@@ -37,5 +37,5 @@ func Example() {
 	// declared 2 = proc.make.lifecycle (JsonRecord(proc.make.lifecycle))
 	// ci-7#1 position 0 channel 1: "gcc -c foo.c\n"
 	// ci-7#1 position 1 channel 2: "{\"event\":\"exited\",\"status\":{\"kind\":\"code\",\"value\":2}}"
-	// {"assigned":2,"drained":2,"mux_dropped":0,"unknown_channel":0,"bitbucketed":0,"subscriber_dropped":0,"pending":0,"subscribers":[{"name":"printer","dropped":0}]}
+	// {"assigned":2,"drained":2,"mux_dropped":0,"mux_dropped_bytes":0,"unknown_channel":0,"bitbucketed":0,"subscriber_dropped":0,"pending":0,"subscribers":[{"name":"printer","dropped":0}]}
 }

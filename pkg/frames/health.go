@@ -27,12 +27,31 @@ type Health struct {
 	Assigned          uint64             `json:"assigned"`           // positions handed out
 	Drained           uint64             `json:"drained"`            // frames taken from the mux (= Assigned)
 	MuxDropped        uint64             `json:"mux_dropped"`        // submits refused by a full queue; no position
+	MuxDroppedBytes   uint64             `json:"mux_dropped_bytes"`  // their payload bytes
 	UnknownChannel    uint64             `json:"unknown_channel"`    // submits on an unregistered id; no position
 	Bitbucketed       uint64             `json:"bitbucketed"`        // drained frames with no subscriber to take them
 	SubscriberDropped uint64             `json:"subscriber_dropped"` // frame copies lost by subscribers, all time
 	Pending           uint64             `json:"pending"`            // queued, not yet drained
 	Subscribers       []SubscriberHealth `json:"subscribers"`        // current subscribers
+	// Loss, when set, makes this record the place of a loss: Loss.Frames
+	// submissions were refused between the frame before this record's
+	// position and this record (see [Endpoint.EnableHealth]). MuxDropped
+	// then counts the refusals placed so far, these included.
+	Loss *Loss `json:"loss,omitempty"`
 }
+
+// Loss describes submissions refused at one place of a stream, in a
+// [Health] record written there (spec §4.5: refused submissions never had a
+// position, so they can only be accounted beside the frames around them).
+type Loss struct {
+	Frames uint64 `json:"frames"` // submissions refused
+	Bytes  uint64 `json:"bytes"`  // their payload bytes
+	Reason string `json:"reason"` // LossQueueFull
+}
+
+// LossQueueFull is the [Loss] reason of submissions refused because the
+// mux queue was full, in frames or in bytes.
+const LossQueueFull = "queue full"
 
 // SubscriberHealth is one subscriber's drop counter in a [Health] record.
 type SubscriberHealth struct {
@@ -43,19 +62,21 @@ type SubscriberHealth struct {
 // ClockRecord is the datastream.clock record (DESIGN.md §4): a wall-clock
 // reading and a monotonic reading taken together. UnixNS is nanoseconds
 // since the Unix epoch; MonoNS is monotonic nanoseconds since the producer's
-// [Clock] was created. A clock record submitted just before a drain gets a
-// position after every frame of that batch, so its UnixNS is an upper bound
-// on when each of them was submitted; the previous clock record is a lower
-// bound. That is how views give frames a time.
+// [Clock] was created. Every drain tick that has frames starts its batch
+// with a clock record read at drain time, after the batch was taken from
+// the queue: its UnixNS is an upper bound on when each frame of the batch
+// was submitted, and since a producer drains at least once per flush
+// interval while frames wait, it is within one interval of the truth
+// whatever the idle time before. A view gives a frame the reading of the
+// closest clock record before it (ds-format(5) "TIME").
 type ClockRecord struct {
 	UnixNS int64 `json:"unix_ns"`
 	MonoNS int64 `json:"mono_ns"`
 }
 
-// Clock emits datastream.clock records for one endpoint. A producer loop
-// calls [Clock.Tick] instead of [Endpoint.Tick]: it emits at most one record
-// per tick, and only when the tick has other frames to drain, so an idle
-// stream stays silent. [Clock.Emit] adds the records at start and end.
+// Clock emits datastream.clock records for one endpoint: one at the head of
+// every drained batch (at most one per tick, none for an idle stream) and,
+// through [Clock.Emit], the records at start and end.
 type Clock struct {
 	e     *Endpoint
 	ch    ChannelID
@@ -74,7 +95,11 @@ func NewClock(e *Endpoint, now func() time.Time) (*Clock, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Clock{e: e, ch: ch, start: now(), now: now}, nil
+	c := &Clock{e: e, ch: ch, start: now(), now: now}
+	e.mu.Lock()
+	e.hooks.Head = c.head
+	e.mu.Unlock()
+	return c, nil
 }
 
 // Read returns the current clock record without submitting it.
@@ -83,25 +108,34 @@ func (c *Clock) Read() ClockRecord {
 	return ClockRecord{UnixNS: t.UnixNano(), MonoNS: int64(t.Sub(c.start))}
 }
 
-// Emit submits one clock record now; it reports whether it was accepted.
+// Emit submits one clock record now, through the reserved lane (it is
+// never dropped for a full queue); it reports whether it was accepted.
 func (c *Clock) Emit() bool {
-	ok, _ := c.e.Producer().SubmitRecord(c.ch, c.Read())
-	return ok
+	b, err := EncodeRecord(c.Read())
+	return err == nil && c.e.Producer().SubmitReserved(c.ch, b)
 }
 
-// Tick submits a clock record if anything is pending, then ticks the
-// endpoint. The clock record is drained in the same batch, after the frames
-// it bounds.
-func (c *Clock) Tick() TickReport {
-	if c.e.Pending() > 0 {
-		c.Emit()
+// Tick ticks the endpoint. Since NewClock, every tick that drains frames
+// starts its batch with a clock record read at drain time (see
+// [NewClock]), so Tick is [Endpoint.Tick]; it is kept for producer loops
+// written against the clock.
+func (c *Clock) Tick() TickReport { return c.e.Tick() }
+
+// head is the endpoint's drain hook: a clock record read after the batch
+// was taken from the queue, positioned before its frames.
+func (c *Clock) head() (ChannelID, []byte) {
+	b, err := EncodeRecord(c.Read())
+	if err != nil {
+		// ClockRecord holds two int64s: cannot fail.
+		panic("frames: encode clock record: " + err.Error())
 	}
-	return c.e.Tick()
+	return c.ch, b
 }
 
 // SubmitHealth submits the endpoint's current [Health] on datastream.health
 // (a JSON record channel with schema "datastream.health"), registering the
-// channel on first use. The record describes the stream up to, not
+// channel on first use, through the reserved lane: a health record is never
+// dropped for a full queue. The record describes the stream up to, not
 // including, itself. It returns the registration or encoding error, if any,
 // and whether the record was accepted.
 func (e *Endpoint) SubmitHealth() (bool, error) {
@@ -109,5 +143,42 @@ func (e *Endpoint) SubmitHealth() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return e.Producer().SubmitRecord(ch, e.Health())
+	b, err := EncodeRecord(e.Health())
+	if err != nil {
+		return false, err
+	}
+	return e.Producer().SubmitReserved(ch, b), nil
+}
+
+// EnableHealth registers datastream.health and makes every later tick
+// account each loss in place: where the mux refused submissions for a full
+// queue, the batch gets a [Health] record with [Loss] set, positioned right
+// after the frame the refused submissions followed. A capture cut at any
+// point (kill -9 of the writer) thus accounts for every loss before the
+// cut, and a view can show it where it happened.
+func (e *Endpoint) EnableHealth() error {
+	ch, err := e.RegisterRecord(HealthChannel)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.hooks.Loss = func(m LossMark) (ChannelID, []byte) {
+		h := Health{
+			Assigned:          uint64(m.Position),
+			Drained:           uint64(m.Position),
+			MuxDropped:        m.Total,
+			UnknownChannel:    e.unknownChannel.Load(),
+			Bitbucketed:       e.bitbucketed.Load(),
+			SubscriberDropped: e.subDropped.Load(),
+			Subscribers:       []SubscriberHealth{},
+			Loss:              &Loss{Frames: m.Frames, Bytes: m.Bytes, Reason: LossQueueFull},
+		}
+		b, err := EncodeRecord(h)
+		if err != nil {
+			panic("frames: encode health record: " + err.Error()) // numbers only
+		}
+		return ch, b
+	}
+	return nil
 }

@@ -17,6 +17,9 @@ const DefaultMuxCapacity = 1 << 16
 type pending struct {
 	channel ChannelID
 	payload []byte
+	// lossFrames and lossBytes count the submissions refused right after
+	// this one (while it was the last in the queue): the place of a loss.
+	lossFrames, lossBytes uint64
 }
 
 // Mux is one stream's single position authority (spec §4.4). Producers
@@ -37,12 +40,20 @@ type Mux struct {
 	bytes  int    // payload bytes queued; guarded by mu
 	next   uint64 // next position to assign; guarded by mu
 	closed bool   // guarded by mu
+	// headLoss counts refusals that found the queue empty (only a closed
+	// mux refuses then); they are placed at the head of the next batch.
+	headLoss pending
+	// space is closed and replaced at every drain, to wake SubmitWait.
+	space chan struct{}
 
 	drainMu sync.Mutex
 	spare   []pending // guarded by drainMu
+	// refusals handed to DrainHooks.Loss and their bytes; guarded by drainMu
+	placed, placedBytes uint64
 
-	assigned atomic.Uint64
-	dropped  atomic.Uint64
+	assigned     atomic.Uint64
+	dropped      atomic.Uint64
+	droppedBytes atomic.Uint64
 }
 
 // NewMux returns a mux whose queue holds capacity frames, clamped to
@@ -72,18 +83,91 @@ func (m *Mux) Capacity() int { return m.capacity }
 // been counted in [Mux.Dropped] and consumed no position (spec §4.5). Submit
 // never blocks on a drain. The mux takes ownership of payload: the caller
 // must not modify it afterwards. The payload is never inspected.
+//
+// The mux also remembers where each refusal happened: after which queued
+// submission (see [DrainHooks.Loss]), so a drainer can account for the loss
+// in place.
 func (m *Mux) Submit(ch ChannelID, payload []byte) bool {
 	m.mu.Lock()
 	if len(m.queue) >= m.capacity || m.closed ||
 		(m.maxBytes > 0 && len(m.queue) > 0 && m.bytes+len(payload) > m.maxBytes) {
+		m.refuseLocked(len(payload))
 		m.mu.Unlock()
-		m.dropped.Add(1)
 		return false
 	}
 	m.queue = append(m.queue, pending{channel: ch, payload: payload})
 	m.bytes += len(payload)
 	m.mu.Unlock()
 	return true
+}
+
+// SubmitReserved queues payload on ch whatever the queue holds: it is the
+// reserved lane for a producer's few records of its own (process lifecycle,
+// self-health, clock), which must never be lost to the data they describe,
+// as catalog declarations never are (CONFORMANCE §2.12). It keeps queue
+// order with Submit, so a record submitted after some data is drained after
+// it. It refuses (false, counted) only after [Mux.Close]. A caller must
+// bound its own rate: nothing else does.
+func (m *Mux) SubmitReserved(ch ChannelID, payload []byte) bool {
+	m.mu.Lock()
+	if m.closed {
+		m.refuseLocked(len(payload))
+		m.mu.Unlock()
+		return false
+	}
+	m.queue = append(m.queue, pending{channel: ch, payload: payload})
+	m.bytes += len(payload)
+	m.mu.Unlock()
+	return true
+}
+
+// SubmitWait is Submit that waits for room instead of dropping when the
+// queue is full: the back-pressure a pipe or tee(1) puts on a writer
+// (ds wrap --backpressure). It returns false, without queueing, when the
+// mux is closed or done is closed first; the refusal is then counted as
+// Submit's would be. The mux itself still never blocks: only this caller
+// waits, for the next drain.
+func (m *Mux) SubmitWait(ch ChannelID, payload []byte, done <-chan struct{}) bool {
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.refuseLocked(len(payload))
+			m.mu.Unlock()
+			return false
+		}
+		if len(m.queue) < m.capacity && (m.maxBytes <= 0 || len(m.queue) == 0 || m.bytes+len(payload) <= m.maxBytes) {
+			m.queue = append(m.queue, pending{channel: ch, payload: payload})
+			m.bytes += len(payload)
+			m.mu.Unlock()
+			return true
+		}
+		if m.space == nil {
+			m.space = make(chan struct{})
+		}
+		space := m.space
+		m.mu.Unlock()
+		select {
+		case <-space:
+		case <-done:
+			m.mu.Lock()
+			m.refuseLocked(len(payload))
+			m.mu.Unlock()
+			return false
+		}
+	}
+}
+
+// refuseLocked counts one refused submission of n bytes at the tail of the
+// queue. Called with m.mu held.
+func (m *Mux) refuseLocked(n int) {
+	m.dropped.Add(1)
+	m.droppedBytes.Add(uint64(n))
+	t := &m.headLoss
+	if len(m.queue) > 0 {
+		t = &m.queue[len(m.queue)-1]
+	}
+	t.lossFrames++
+	t.lossBytes += uint64(n)
 }
 
 // Close makes every later Submit fail (counted as dropped, no position).
@@ -108,21 +192,97 @@ func (m *Mux) Drain() []Frame { return m.DrainInto(nil) }
 // DrainInto is Drain appending to dst, so a caller can reuse one batch slice
 // between ticks. A drain with nothing queued returns dst unchanged and
 // changes no counter (CONFORMANCE §1.5).
-func (m *Mux) DrainInto(dst []Frame) []Frame {
+func (m *Mux) DrainInto(dst []Frame) []Frame { return m.DrainWith(dst, DrainHooks{}) }
+
+// DrainHooks let the drainer add records of its own to a batch at drain
+// time, when positions are assigned: the only moment at which a record can
+// be placed exactly before or between queued frames. A zero field adds
+// nothing. Payloads returned are owned by the mux's caller like any frame.
+type DrainHooks struct {
+	// Head, when the batch is not empty, is called once, after the batch
+	// was taken from the queue, and its record gets the batch's first
+	// position: a clock reading taken then is an upper bound on the
+	// submission time of every frame the batch holds (DESIGN.md §4).
+	Head func() (ChannelID, []byte)
+	// Loss is called for each place where submissions were refused; its
+	// record gets the position right after the frame they followed, so the
+	// loss is accounted in place (spec §4.5: the refused submissions
+	// themselves never had a position).
+	Loss func(LossMark) (ChannelID, []byte)
+}
+
+// LossMark is one place of loss handed to [DrainHooks.Loss].
+type LossMark struct {
+	// Position is the position the loss record gets: the refused
+	// submissions came after the frame at Position-1 (if any) and before
+	// every frame at a higher position.
+	Position Position
+	// Frames and Bytes count the refused submissions and their payload
+	// bytes.
+	Frames, Bytes uint64
+	// Total and TotalBytes count every refusal handed to DrainHooks.Loss
+	// by this mux so far, and their payload bytes, these included.
+	Total, TotalBytes uint64
+}
+
+// DrainWith is DrainInto with hooks; see [DrainHooks]. Losses are placed
+// only when h.Loss is set; otherwise they are forgotten (still counted in
+// [Mux.Dropped]).
+func (m *Mux) DrainWith(dst []Frame, h DrainHooks) []Frame {
 	m.drainMu.Lock()
 	defer m.drainMu.Unlock()
 	m.mu.Lock()
 	batch := m.queue
-	base := m.next
-	m.next += uint64(len(batch))
+	head := m.headLoss
+	m.headLoss = pending{}
 	m.queue = m.spare[:0]
 	m.bytes = 0
+	if m.space != nil {
+		close(m.space)
+		m.space = nil
+	}
+	// Positions are assigned in this critical section only, so later
+	// drains get higher ones; the extra records are counted in first.
+	n := uint64(len(batch))
+	if h.Head != nil && len(batch) > 0 {
+		n++
+	}
+	if h.Loss != nil {
+		if head.lossFrames > 0 {
+			n++
+		}
+		for i := range batch {
+			if batch[i].lossFrames > 0 {
+				n++
+			}
+		}
+	}
+	base := m.next
+	m.next += n
 	m.mu.Unlock()
+	pos := base
+	add := func(ch ChannelID, payload []byte) {
+		dst = append(dst, Frame{Channel: ch, Position: Position(pos), Payload: payload})
+		pos++
+	}
+	if h.Head != nil && len(batch) > 0 {
+		add(h.Head())
+	}
+	if h.Loss != nil && head.lossFrames > 0 {
+		m.placed += head.lossFrames
+		m.placedBytes += head.lossBytes
+		add(h.Loss(LossMark{Position(pos), head.lossFrames, head.lossBytes, m.placed, m.placedBytes}))
+	}
 	for i, p := range batch {
-		dst = append(dst, Frame{Channel: p.channel, Position: Position(base + uint64(i)), Payload: p.payload})
+		add(p.channel, p.payload)
+		if h.Loss != nil && p.lossFrames > 0 {
+			m.placed += p.lossFrames
+			m.placedBytes += p.lossBytes
+			add(h.Loss(LossMark{Position(pos), p.lossFrames, p.lossBytes, m.placed, m.placedBytes}))
+		}
 		batch[i] = pending{} // drop the payload reference for the GC
 	}
-	m.assigned.Add(uint64(len(batch)))
+	m.assigned.Add(n)
 	m.spare = batch[:0]
 	return dst
 }
@@ -134,3 +294,7 @@ func (m *Mux) Assigned() uint64 { return m.assigned.Load() }
 // Dropped returns how many submissions were refused because the queue was
 // full (in frames or bytes) or the mux was closed. Dropped submissions never had a position.
 func (m *Mux) Dropped() uint64 { return m.dropped.Load() }
+
+// DroppedBytes returns the payload bytes of the submissions counted by
+// [Mux.Dropped].
+func (m *Mux) DroppedBytes() uint64 { return m.droppedBytes.Load() }

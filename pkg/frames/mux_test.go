@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // CONFORMANCE §1.1
@@ -243,5 +246,106 @@ func TestMuxByteBound(t *testing.T) {
 	}
 	if m.Dropped() != 2 {
 		t.Fatalf("dropped %d", m.Dropped())
+	}
+}
+
+// lossRecord is what the tests' DrainHooks.Loss makes: "loss:F:B:T".
+func lossHooks() DrainHooks {
+	return DrainHooks{Loss: func(m LossMark) (ChannelID, []byte) {
+		return 99, fmt.Appendf(nil, "loss:%d:%d:%d", m.Frames, m.Bytes, m.Total)
+	}}
+}
+
+// TestMuxLossInPlace: refused submissions are accounted where they
+// happened, after the frame they followed, and take no position of their
+// own (spec §4.5); the frames around them keep their order.
+func TestMuxLossInPlace(t *testing.T) {
+	m := NewMux(2)
+	m.Submit(1, []byte("a"))
+	m.Submit(1, []byte("b"))
+	m.Submit(1, []byte("xx")) // refused after b
+	m.Submit(1, []byte("yyy"))
+	got := m.DrainWith(nil, lossHooks())
+	m.Submit(1, []byte("c"))
+	got = m.DrainWith(got, lossHooks())
+	var lines []string
+	for _, f := range got {
+		lines = append(lines, fmt.Sprintf("%d/%d:%s", f.Position, f.Channel, f.Payload))
+	}
+	want := []string{"0/1:a", "1/1:b", "2/99:loss:2:5:2", "3/1:c"}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Fatalf("batch (-want +got):\n%s", diff)
+	}
+	if m.Dropped() != 2 || m.Assigned() != 4 {
+		t.Fatalf("dropped %d assigned %d, want 2 and 4", m.Dropped(), m.Assigned())
+	}
+}
+
+// TestMuxReservedLane: the reserved lane is never refused for a full queue
+// and keeps queue order with Submit; only Close refuses it.
+func TestMuxReservedLane(t *testing.T) {
+	m := NewMuxBytes(1, 1)
+	m.Submit(1, []byte("data"))
+	if m.Submit(1, []byte("more")) {
+		t.Fatal("full queue accepted a submission")
+	}
+	if !m.SubmitReserved(2, []byte("exited")) {
+		t.Fatal("reserved lane refused")
+	}
+	got := m.DrainWith(nil, lossHooks())
+	var lines []string
+	for _, f := range got {
+		lines = append(lines, fmt.Sprintf("%d:%s", f.Position, f.Payload))
+	}
+	if diff := cmp.Diff([]string{"0:data", "1:loss:1:4:1", "2:exited"}, lines); diff != "" {
+		t.Fatalf("batch (-want +got):\n%s", diff)
+	}
+	m.Close()
+	if m.SubmitReserved(2, nil) {
+		t.Fatal("reserved lane accepted after Close")
+	}
+}
+
+// TestMuxDrainHead: a head record takes the first position of a non-empty
+// batch only.
+func TestMuxDrainHead(t *testing.T) {
+	m := NewMux(8)
+	calls := 0
+	h := DrainHooks{Head: func() (ChannelID, []byte) { calls++; return 7, []byte("clock") }}
+	if got := m.DrainWith(nil, h); len(got) != 0 || calls != 0 {
+		t.Fatalf("empty drain gave %v, %d head calls", got, calls)
+	}
+	m.Submit(1, []byte("a"))
+	got := m.DrainWith(nil, h)
+	if len(got) != 2 || got[0].Channel != 7 || got[0].Position != 0 || string(got[1].Payload) != "a" || got[1].Position != 1 {
+		t.Fatalf("batch %+v", got)
+	}
+}
+
+// TestMuxSubmitWait: a waiting submitter gets in after the next drain, in
+// order, and nothing is dropped; done releases it with a counted refusal.
+func TestMuxSubmitWait(t *testing.T) {
+	m := NewMux(1)
+	m.Submit(1, []byte("a"))
+	in := make(chan bool)
+	go func() { in <- m.SubmitWait(1, []byte("b"), nil) }()
+	select {
+	case <-in:
+		t.Fatal("SubmitWait returned while the queue was full")
+	case <-time.After(20 * time.Millisecond):
+	}
+	first := m.Drain()
+	if !<-in {
+		t.Fatal("SubmitWait refused after a drain made room")
+	}
+	second := m.Drain()
+	if len(first) != 1 || len(second) != 1 || string(second[0].Payload) != "b" || m.Dropped() != 0 {
+		t.Fatalf("first %v second %v dropped %d", first, second, m.Dropped())
+	}
+	m.Submit(1, []byte("c"))
+	done := make(chan struct{})
+	close(done)
+	if m.SubmitWait(1, []byte("d"), done) || m.Dropped() != 1 {
+		t.Fatalf("done must refuse and count: dropped %d", m.Dropped())
 	}
 }
