@@ -646,3 +646,56 @@ func TestDecodeRecordDoesNotAliasDefaults(t *testing.T) {
 		t.Fatalf("defaults were written through: %v", defaults.Tags)
 	}
 }
+
+// TestEnableHealthPlacesLoss: with EnableHealth, a loss at the mux becomes a
+// datastream.health record with Loss set, positioned right after the frame
+// the refused submissions followed, and the clock record heads the batch.
+func TestEnableHealthPlacesLoss(t *testing.T) {
+	e := NewEndpoint(StreamDescriptor{Stream: endpointStream}, EndpointOptions{MuxCapacity: 2})
+	clock, err := NewClock(e, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.EnableHealth(); err != nil {
+		t.Fatal(err)
+	}
+	s := e.Subscribe(SubscriptionRequest{}, SubscriberOptions{Capacity: 64})
+	out := mustRegister(t, e, "proc.x.stdout", TextStream())
+	p := e.Producer()
+	p.SubmitText(out, "a")
+	p.SubmitText(out, "b")
+	p.SubmitText(out, "lost1")
+	p.SubmitText(out, "lost2")
+	if !p.SubmitReserved(out, []byte("reserved")) {
+		t.Fatal("reserved lane refused")
+	}
+	clock.Tick()
+	var got []string
+	for _, ev := range drainAll(s) {
+		if ev.Kind != EventFrame {
+			continue
+		}
+		d, _ := e.Lookup(ev.Frame.Channel.Channel)
+		line := fmt.Sprintf("%d %s", ev.Frame.Position, d.Name)
+		if d.Name == HealthChannel {
+			h, err := DecodeRecord(ev.Frame.Payload, Health{})
+			if err != nil || h.Loss == nil {
+				t.Fatalf("health record %s: %v", ev.Frame.Payload, err)
+			}
+			line += fmt.Sprintf(" loss %d frames %d bytes %q, mux_dropped %d, assigned %d", h.Loss.Frames, h.Loss.Bytes, h.Loss.Reason, h.MuxDropped, h.Assigned)
+		} else if d.Name != ClockChannel {
+			line += " " + string(ev.Frame.Payload)
+		}
+		got = append(got, line)
+	}
+	want := []string{
+		"0 datastream.clock",
+		"1 proc.x.stdout a",
+		"2 proc.x.stdout b",
+		`3 datastream.health loss 2 frames 10 bytes "queue full", mux_dropped 2, assigned 3`,
+		"4 proc.x.stdout reserved",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("batch (-want +got):\n%s", diff)
+	}
+}
