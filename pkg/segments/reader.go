@@ -105,7 +105,7 @@ type ReaderOptions struct {
 // with one block of wireformat.MaxBlockSize and its scanning checkpoints,
 // a Reader holds at most about 36 MiB (a header of
 // wireformat.MaxHeaderSize that is really there) whatever lengths the
-// input claims, and about 1 MiB for ordinary captures. It is not safe for
+// input claims, and about 2 MiB for ordinary captures (a 1 MiB block and its record). It is not safe for
 // concurrent use.
 type Reader struct {
 	src          io.Reader

@@ -57,8 +57,9 @@ const (
 )
 
 // writeChunk is the amount of buffered output, in bytes, at which a Writer
-// writes to its io.Writer without waiting for Flush.
-const writeChunk = 256 << 10
+// writes to its io.Writer without waiting for Flush (1 MiB): large writes
+// keep system calls rare.
+const writeChunk = 1 << 20
 
 // WriterOptions configures a [Writer]. The zero value is valid.
 type WriterOptions struct {
@@ -69,8 +70,9 @@ type WriterOptions struct {
 	// Compression selects plain records or zstd blocks.
 	Compression Compression
 	// BlockSize is the uncompressed size, in bytes, at which a zstd block
-	// is closed: 0 means wireformat.DefaultBlockSize; it is capped at
-	// wireformat.MaxBlockSize.
+	// is closed: 0 means wireformat.DefaultBlockSize (1 MiB); it is capped
+	// at wireformat.MaxBlockSize. Larger blocks compress better; one
+	// flipped bit costs at most one block.
 	BlockSize int
 	// WriterID is the writer identity of the headers, e.g. "ds 0.1.0":
 	// UTF-8 without control characters. "" means DefaultWriterID.
@@ -95,8 +97,14 @@ type WriterOptions struct {
 // declaration) are not sticky and write nothing.
 //
 // With CompressZstd, closed blocks are compressed by background goroutines
-// (up to GOMAXPROCS of them, at most 8) while the caller goes on writing;
-// they are written out in order, at the latest by the next Flush.
+// (up to GOMAXPROCS of them, at least 2 and at most 8) while the caller goes
+// on writing; they are written out in order, at the latest by the next
+// Flush. The Writer then holds the open block, the blocks in flight and
+// their compressed forms, and its output buffer: with 1 MiB blocks, at
+// most about 2 MiB per block in flight plus 3 MiB (and the process's
+// shared zstd encoders, package wireformat). It writes to its io.Writer in
+// pieces of 1 MiB or more, except at Flush, and allocates nothing per
+// frame.
 //
 // A Writer is not safe for concurrent use.
 type Writer struct {
@@ -311,6 +319,9 @@ func (w *Writer) WriteFrame(f frames.Frame) error {
 					return err
 				}
 				size = wireformat.InnerFrameSize(f, w.blockNext)
+			}
+			if w.block == nil {
+				w.block = make([]byte, 0, w.opts.BlockSize) // never regrown
 			}
 			w.block = wireformat.AppendInnerFrame(w.block, f, w.blockNext)
 			w.blockNext = f.Position + 1

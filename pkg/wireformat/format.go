@@ -53,8 +53,8 @@ const (
 	// bytes (1 MiB). Decoders refuse larger blocks before allocating.
 	MaxBlockSize = 1 << 20
 	// DefaultBlockSize is the uncompressed block content size, in bytes
-	// (256 KiB), at which ds writers close a block.
-	DefaultBlockSize = 256 << 10
+	// (1 MiB, MaxBlockSize), at which ds writers close a block.
+	DefaultBlockSize = MaxBlockSize
 )
 
 // RecordType is the type of a record: bits 0–6 of its tag byte
