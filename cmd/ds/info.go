@@ -16,10 +16,17 @@ func infoCommand() *cli.Command {
 		Description: `For each input: its size, segments and damaged ranges (torn tail, bytes
 skipped). For each stream: node, life, origin, label, first and last
 position, frame count and payload bytes, channels (id, name, content,
-frames, bytes), interior gaps, duplicates, the mux drops of the last
-datastream.health record, whether it ended cleanly (a StreamEnded record)
-and how its process exited, and its time span from datastream.clock
-records. --json prints the same as one JSON document.
+frames, bytes), interior gaps, duplicates, drops (submissions the writer
+refused, which never got a position: how many frames and payload bytes, in
+how many places, and where, as ds log shows them; the writer's own counter
+when it knows more, and drops by subscribers), whether it ended cleanly (a
+StreamEnded record) and how its process exited, and its time span from
+datastream.clock records. Drops are "unknown" only when the stream has no
+datastream.health record. --json prints the same as one JSON document:
+"mux_dropped" and "subscriber_dropped" are the writer's counters (null
+without a health record), "drops" the places (the first 100, each
+{"before","frames","bytes","reason"}), "drop_count", "dropped_frames" and
+"dropped_bytes" (null when a record did not give its bytes).
 
 Exit status 3 when an input is damaged.`,
 		Flags: []cli.Flag{

@@ -52,8 +52,13 @@ type StreamSummary struct {
 	Duplicates        uint64           `json:"duplicates"`
 	Conflicts         uint64           `json:"conflicts"`
 	LateFrames        uint64           `json:"late_frames"`
-	MuxDropped        *uint64          `json:"mux_dropped"`        // from the last datastream.health record
+	MuxDropped        *uint64          `json:"mux_dropped"`        // the writer's counter, from its datastream.health records; null without one
 	SubscriberDropped *uint64          `json:"subscriber_dropped"` // idem
+	HealthRecords     uint64           `json:"health_records"`     // datastream.health records read
+	Drops             []Drop           `json:"drops"`              // where submissions were refused; the first 100
+	DropCount         uint64           `json:"drop_count"`         // places where submissions were refused
+	DroppedFrames     uint64           `json:"dropped_frames"`     // submissions refused there
+	DroppedBytes      *uint64          `json:"dropped_bytes"`      // their payload bytes; null when a record did not say
 	Ended             bool             `json:"ended"`              // a StreamEnded record was read
 	Exits             []ExitSummary    `json:"exits"`
 	TimeStart         *string          `json:"time_start"` // RFC 3339, from datastream.clock
@@ -93,7 +98,13 @@ type infoStream struct {
 	counts   map[frames.ChannelID]*ChannelSummary
 	segments int
 	gaps     []Gap
-	health   *frames.Health
+	drops    dropTracker
+	dropList []Drop
+	dropN    uint64
+	dropped  uint64 // frames
+	dropB    uint64 // bytes, where known
+	dropBOK  bool   // every drop gave its bytes
+	start    bool   // position 0 was read
 	ended    bool
 	exits    []ExitSummary
 	t0, t1   int64
@@ -110,7 +121,7 @@ func NewInfo(window int) *Info {
 func (in *Info) stream(s frames.StreamID) *infoStream {
 	st := in.streams[s]
 	if st == nil {
-		st = &infoStream{desc: frames.StreamDescriptor{Stream: s}, channels: make(map[frames.ChannelID]frames.ChannelDescriptor), counts: make(map[frames.ChannelID]*ChannelSummary)}
+		st = &infoStream{dropBOK: true, desc: frames.StreamDescriptor{Stream: s}, channels: make(map[frames.ChannelID]frames.ChannelDescriptor), counts: make(map[frames.ChannelID]*ChannelSummary)}
 		in.streams[s] = st
 		in.order = append(in.order, s)
 	}
@@ -176,10 +187,18 @@ func (in *Info) item(it Item) {
 		}
 		return
 	}
+	f := it.Frame
+	if it.Kind == ItemLate {
+		if d, ok := st.channels[f.Channel]; ok && d.Name == frames.HealthChannel {
+			in.health(st, f, true)
+		}
+	}
 	if it.Kind != ItemFrame {
 		return
 	}
-	f := it.Frame
+	if f.Position == 0 {
+		st.start = true
+	}
 	c := st.counts[f.Channel]
 	if c == nil {
 		c = &ChannelSummary{ID: f.Channel}
@@ -200,9 +219,7 @@ func (in *Info) item(it Item) {
 			st.t1 = max(st.t1, r.UnixNS)
 		}
 	case d.Name == frames.HealthChannel:
-		if h, err := frames.DecodeRecord(f.Payload, frames.Health{}); err == nil {
-			st.health = &h
-		}
+		in.health(st, f, false)
 	case strings.HasPrefix(d.Name, "proc.") && strings.HasSuffix(d.Name, ".lifecycle"):
 		type exited struct {
 			Event  string `json:"event"`
@@ -231,6 +248,24 @@ func (in *Info) item(it Item) {
 			}
 			st.exits = append(st.exits, e)
 		}
+	}
+}
+
+// health reads a datastream.health record.
+func (in *Info) health(st *infoStream, f frames.Frame, late bool) {
+	d, ok := st.drops.health(f.Position, f.Payload, st.start, late)
+	if !ok {
+		return
+	}
+	st.dropN++
+	st.dropped += d.Frames
+	if d.Bytes != nil {
+		st.dropB += *d.Bytes
+	} else {
+		st.dropBOK = false
+	}
+	if len(st.dropList) < maxListedGaps {
+		st.dropList = append(st.dropList, d)
 	}
 }
 
@@ -278,9 +313,15 @@ func (in *Info) Summary() ([]FileSummary, []StreamSummary) {
 			sum.Channels = append(sum.Channels, c)
 		}
 		sort.Slice(sum.Channels, func(i, j int) bool { return sum.Channels[i].ID < sum.Channels[j].ID })
-		if st.health != nil {
-			md, sd := st.health.MuxDropped, st.health.SubscriberDropped
+		sum.HealthRecords = st.drops.records
+		if st.drops.decoded {
+			md, sd := st.drops.maxMux, st.drops.maxSubsc
 			sum.MuxDropped, sum.SubscriberDropped = &md, &sd
+		}
+		sum.Drops, sum.DropCount, sum.DroppedFrames = st.dropList, st.dropN, st.dropped
+		if st.dropBOK {
+			b := st.dropB
+			sum.DroppedBytes = &b
 		}
 		if st.t0 != 0 {
 			a := time.Unix(0, st.t0).UTC().Format(time.RFC3339Nano)
@@ -291,6 +332,52 @@ func (in *Info) Summary() ([]FileSummary, []StreamSummary) {
 		out = append(out, sum)
 	}
 	return files, out
+}
+
+// writeDrops writes the dropped line of stream s and its drop places.
+func writeDrops(w io.Writer, s StreamSummary) {
+	switch {
+	case s.HealthRecords == 0:
+		fmt.Fprintf(w, "  dropped\tunknown (no health record)\n")
+		return
+	case s.MuxDropped == nil:
+		fmt.Fprintf(w, "  dropped\tnot known: %s unreadable\n", plural(s.HealthRecords, "health record"))
+		return
+	}
+	fmt.Fprintf(w, "  dropped\t%d at the mux", s.DroppedFrames)
+	if s.DroppedFrames > 0 {
+		if s.DroppedBytes != nil {
+			fmt.Fprintf(w, " (%d payload bytes)", *s.DroppedBytes)
+		} else {
+			fmt.Fprintf(w, " (payload bytes unknown)")
+		}
+	}
+	if s.DropCount > 0 {
+		fmt.Fprintf(w, " in %s", plural(s.DropCount, "place"))
+	}
+	if *s.MuxDropped > s.DroppedFrames {
+		// Health records lost in a gap, or counted before the capture
+		// starts: the writer's counter knows more than the places shown.
+		fmt.Fprintf(w, " (the writer counted %d)", *s.MuxDropped)
+	}
+	fmt.Fprintf(w, ", %d by subscribers\n", *s.SubscriberDropped)
+	for _, d := range s.Drops {
+		fmt.Fprintf(w, "  \tbefore position %d: %s", d.Before, plural(d.Frames, "frame"))
+		if d.Bytes != nil {
+			fmt.Fprintf(w, " (%d bytes)", *d.Bytes)
+		}
+		fmt.Fprintf(w, ", %s\n", d.Reason)
+	}
+	if s.DropCount > uint64(len(s.Drops)) {
+		fmt.Fprintf(w, "  \t… %d more\n", s.DropCount-uint64(len(s.Drops)))
+	}
+}
+
+func plural(n uint64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // InfoReport is the JSON document ds info --json prints.
@@ -347,19 +434,15 @@ func WriteInfoText(w io.Writer, files []FileSummary, streams []StreamSummary) er
 		}
 		fmt.Fprintf(tw, "  gaps\t%d (%d frames missing)\n", s.GapCount, s.MissingFrames)
 		for _, g := range s.Gaps {
-			fmt.Fprintf(tw, "    positions %d–%d (%d frames)\n", g.From, g.To, g.Count)
+			fmt.Fprintf(tw, "  \tpositions %d–%d (%d frames)\n", g.From, g.To, g.Count)
 		}
 		if s.GapCount > uint64(len(s.Gaps)) {
-			fmt.Fprintf(tw, "    … %d more\n", s.GapCount-uint64(len(s.Gaps)))
+			fmt.Fprintf(tw, "  \t… %d more\n", s.GapCount-uint64(len(s.Gaps)))
 		}
 		if s.Duplicates+s.Conflicts+s.LateFrames > 0 {
 			fmt.Fprintf(tw, "  duplicates\t%d identical, %d conflicting, %d late\n", s.Duplicates, s.Conflicts, s.LateFrames)
 		}
-		if s.MuxDropped != nil {
-			fmt.Fprintf(tw, "  dropped\t%d at the mux, %d by subscribers (last health record)\n", *s.MuxDropped, *s.SubscriberDropped)
-		} else {
-			fmt.Fprintf(tw, "  dropped\tunknown (no health record)\n")
-		}
+		writeDrops(tw, s)
 		end := "no (no StreamEnded record: the writer did not finish)"
 		if s.Ended {
 			end = "yes"

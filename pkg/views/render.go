@@ -3,9 +3,11 @@ package views
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,10 +23,13 @@ const (
 	// FormatText prints one line per text line with stable, greppable
 	// columns: [stream] position channel text (DESIGN.md §5).
 	FormatText LogFormat = iota
-	// FormatCat prints payload bytes only, byte-exact.
+	// FormatCat prints payload bytes only, byte-exact: no gap or drop
+	// lines ([Printer.Losses] counts them).
 	FormatCat
-	// FormatJSON prints one JSON object per frame, gap and damaged range
-	// (newline-delimited, lossless).
+	// FormatJSON prints one JSON object per frame, gap, drop and damaged
+	// range (newline-delimited, lossless). A frame's "time" is its
+	// stream's latest datastream.clock reading before it (see the package
+	// doc).
 	FormatJSON
 )
 
@@ -33,7 +38,8 @@ type LogOptions struct {
 	Format LogFormat
 	// Channels selects channels by descriptor (exact name or prefix, see
 	// frames.ParseChannelPattern); empty means every channel. Frames whose
-	// channel has no descriptor match only when Channels is empty.
+	// channel has no descriptor match only when Channels is empty. Gaps and
+	// drops concern the whole stream and are shown whatever Channels says.
 	Channels []frames.ChannelFilter
 	// All shows the writer's own datastream.* channels, which are hidden
 	// unless All is set or Channels names them.
@@ -60,6 +66,10 @@ type lineKey struct {
 type partial struct {
 	pos frames.Position
 	buf []byte
+	// cut is set when the line was printed unfinished (another line of
+	// the stream had to come after it, or it reached maxLine): the rest of
+	// it, up to its newline, is printed as a line of its own unless empty.
+	cut bool
 }
 
 type streamInfo struct {
@@ -68,6 +78,12 @@ type streamInfo struct {
 	visible  map[frames.ChannelID]bool // cache of the filter decision
 	clockID  frames.ChannelID          // datastream.clock, 0 if undeclared
 	clockNS  int64                     // latest clock reading, 0 if none yet
+
+	healthID  frames.ChannelID // datastream.health, if hasHealth
+	hasHealth bool
+	fromStart bool               // position 0 was printed: the stream is seen from its start
+	lines     []frames.ChannelID // channels with a partials entry
+	drops     dropTracker
 }
 
 // Printer renders assembled items for ds log. Feed it descriptors as they
@@ -90,6 +106,7 @@ type Printer struct {
 	streamW   int // width of the stream column
 	nameW     int // width of the channel column
 	line      []byte
+	losses    Losses
 	err       error
 }
 
@@ -126,8 +143,11 @@ func (p *Printer) Channel(d frames.ChannelDescriptor) {
 	}
 	st.channels[d.ID] = d
 	delete(st.visible, d.ID)
-	if d.Name == frames.ClockChannel {
+	switch d.Name {
+	case frames.ClockChannel:
 		st.clockID = d.ID
+	case frames.HealthChannel:
+		st.healthID, st.hasHealth = d.ID, true
 	}
 	if p.isVisible(st, d.ID) && len(d.Name) > p.nameW && len(d.Name) <= 40 {
 		p.nameW = len(d.Name)
@@ -171,20 +191,34 @@ func (p *Printer) isVisible(st *streamInfo, id frames.ChannelID) bool {
 	return v
 }
 
-// Item renders one assembled item.
+// Item renders one assembled item. A datastream.health record that
+// reports refused submissions (see [Drop]) is preceded by a drop line,
+// whatever the channel filter: a loss concerns the whole stream.
 func (p *Printer) Item(it Item) {
 	if p.err != nil {
 		return
 	}
 	st := p.stream(it.Stream)
 	if it.Kind == ItemGap {
+		p.losses.Gaps++
+		p.losses.MissingFrames += it.Gap.Count
 		p.gap(st, it.Gap)
 		return
 	}
 	f := it.Frame
+	if it.Kind == ItemFrame && f.Position == 0 {
+		st.fromStart = true
+	}
 	if f.Channel == st.clockID && st.clockID != 0 && it.Kind == ItemFrame {
 		if c, err := frames.DecodeRecord(f.Payload, frames.ClockRecord{}); err == nil && c.UnixNS > 0 {
 			st.clockNS = c.UnixNS
+		}
+	}
+	if st.hasHealth && f.Channel == st.healthID && it.Kind != ItemConflict {
+		if d, ok := st.drops.health(f.Position, f.Payload, st.fromStart, it.Kind == ItemLate); ok {
+			p.losses.Drops++
+			p.losses.DroppedFrames += d.Frames
+			p.drop(st, d)
 		}
 	}
 	if !p.isVisible(st, f.Channel) {
@@ -256,8 +290,13 @@ func (p *Printer) Damage(file string, offset, end int64, torn bool, err error) {
 	p.write(p.line)
 }
 
-// EndStream prints the unfinished lines of stream s: nothing can complete
-// them once the stream has ended.
+// Losses returns what the printer has seen so far of gaps and drops, over
+// every stream and channel, whether or not its format shows them (--cat
+// does not).
+func (p *Printer) Losses() Losses { return p.losses }
+
+// EndStream prints the unfinished lines of stream s, as they are, in the
+// order they started: nothing can complete them once the stream has ended.
 func (p *Printer) EndStream(s frames.StreamID) {
 	keep := p.pending[:0]
 	for _, k := range p.pending {
@@ -265,21 +304,19 @@ func (p *Printer) EndStream(s frames.StreamID) {
 			keep = append(keep, k)
 			continue
 		}
-		if pl := p.partials[k]; pl != nil && len(pl.buf) > 0 {
-			p.textLine(p.streams[k.stream], k.channel, pl.pos, pl.buf, "")
-		}
+		p.flushPartial(p.streams[k.stream], k.channel, p.partials[k])
 		delete(p.partials, k)
 	}
 	p.pending = keep
+	if st := p.streams[s]; st != nil {
+		st.lines = nil
+	}
 }
 
 // Close prints unfinished lines and flushes the output.
 func (p *Printer) Close() error {
 	for _, k := range p.pending {
-		if pl := p.partials[k]; pl != nil && len(pl.buf) > 0 {
-			st := p.streams[k.stream]
-			p.textLine(st, k.channel, pl.pos, pl.buf, "")
-		}
+		p.flushPartial(p.streams[k.stream], k.channel, p.partials[k])
 	}
 	p.pending, p.partials = nil, make(map[lineKey]*partial)
 	p.decide()
@@ -378,6 +415,7 @@ func (p *Printer) gap(st *streamInfo, g Gap) {
 		p.line = strconv.AppendUint(p.line, g.Count, 10)
 		p.line = append(p.line, "}}\n"...)
 	default:
+		p.cutBefore(st, g.From, 0, false)
 		p.prefix(st, "~", "gap")
 		p.line = append(p.line, "positions "...)
 		p.line = strconv.AppendUint(p.line, uint64(g.From), 10)
@@ -397,6 +435,92 @@ func (p *Printer) gap(st *streamInfo, g Gap) {
 	}
 	p.write(p.line)
 }
+
+// drop shows submissions refused before position d.Before, in place.
+func (p *Printer) drop(st *streamInfo, d Drop) {
+	switch p.opts.Format {
+	case FormatCat:
+		return
+	case FormatJSON:
+		p.line = p.jsonHead(p.line[:0], st)
+		p.line = append(p.line, `,"dropped":{"before":`...)
+		p.line = strconv.AppendUint(p.line, uint64(d.Before), 10)
+		p.line = append(p.line, `,"frames":`...)
+		p.line = strconv.AppendUint(p.line, d.Frames, 10)
+		p.line = append(p.line, `,"bytes":`...)
+		if d.Bytes != nil {
+			p.line = strconv.AppendUint(p.line, *d.Bytes, 10)
+		} else {
+			p.line = append(p.line, "null"...)
+		}
+		p.line = append(p.line, `,"reason":`...)
+		p.line = appendJSONString(p.line, d.Reason)
+		p.line = append(p.line, "}}\n"...)
+		p.write(p.line)
+	default:
+		p.cutBefore(st, d.Before, 0, false)
+		p.prefix(st, "~", "dropped")
+		p.line = strconv.AppendUint(p.line, d.Frames, 10)
+		if d.Frames == 1 {
+			p.line = append(p.line, " frame before position "...)
+		} else {
+			p.line = append(p.line, " frames before position "...)
+		}
+		p.line = strconv.AppendUint(p.line, uint64(d.Before), 10)
+		p.line = append(p.line, " ("...)
+		p.line = appendEscaped(p.line, []byte(d.Reason), true)
+		p.line = append(p.line, ")\n"...)
+		p.out(st, p.line)
+	}
+}
+
+// cutBefore prints, as they are, the held partial lines of stream st that
+// started before position pos (except channel except, when skip is set),
+// in the order they started. Joining a line split across frames must not
+// reorder lines across the channels of a stream: whatever is printed at
+// pos comes after them. The rest of a cut line is printed as a line of its
+// own when it arrives (unless it is empty).
+func (p *Printer) cutBefore(st *streamInfo, pos frames.Position, except frames.ChannelID, skip bool) {
+	var cut []lineKey
+	for _, ch := range st.lines {
+		if skip && ch == except {
+			continue
+		}
+		k := lineKey{st.desc.Stream, ch}
+		if pl := p.partials[k]; pl != nil && len(pl.buf) > 0 && pl.pos < pos {
+			cut = append(cut, k)
+		}
+	}
+	if len(cut) > 1 {
+		slices.SortFunc(cut, func(a, b lineKey) int { return cmp.Compare(p.partials[a].pos, p.partials[b].pos) })
+	}
+	for _, k := range cut {
+		p.printPartial(st, k.channel, p.partials[k])
+	}
+}
+
+// flushPartial prints a held partial line, after those of the stream's
+// other channels that started before it.
+func (p *Printer) flushPartial(st *streamInfo, ch frames.ChannelID, pl *partial) {
+	if pl == nil || len(pl.buf) == 0 {
+		return
+	}
+	p.cutBefore(st, pl.pos, ch, true)
+	p.printPartial(st, ch, pl)
+}
+
+// printPartial prints a held partial line as it is and empties it; what
+// follows it on its channel, up to a newline, is the rest of a cut line.
+func (p *Printer) printPartial(st *streamInfo, ch frames.ChannelID, pl *partial) {
+	if !pl.cut || !blankLine(pl.buf) {
+		p.printText(st, ch, pl.pos, pl.buf, "")
+	}
+	pl.buf, pl.cut = pl.buf[:0], true
+}
+
+// blankLine reports whether line is empty once a CRLF's CR is removed:
+// the rest of a cut line that is only its line end is not printed.
+func blankLine(line []byte) bool { return len(line) == 0 || len(line) == 1 && line[0] == '\r' }
 
 func channelName(st *streamInfo, id frames.ChannelID) (frames.ChannelDescriptor, string, bool) {
 	d, ok := st.channels[id]
@@ -419,6 +543,7 @@ func (p *Printer) textFrame(st *streamInfo, it Item) {
 	if !known || d.Content.Kind != frames.KindTextStream || note != "" {
 		// Records, bytes and frames of unknown channels are shown whole,
 		// one line per frame.
+		p.cutBefore(st, f.Position, f.Channel, true)
 		p.prefix(st, strconv.FormatUint(uint64(f.Position), 10), name)
 		p.line = append(p.line, note...)
 		if known && d.Content.Kind == frames.KindJSONRecord && json.Valid(f.Payload) {
@@ -431,7 +556,9 @@ func (p *Printer) textFrame(st *streamInfo, it Item) {
 		return
 	}
 	// Text: join frames of the channel until a newline, so a line split
-	// across frames is shown once, whole, at the position it started.
+	// across frames is shown once, whole, at the position it started,
+	// unless a line of another channel of the stream has to be printed
+	// after it first (see cutBefore).
 	k := lineKey{st.desc.Stream, f.Channel}
 	data := f.Payload
 	pl := p.partials[k]
@@ -446,23 +573,29 @@ func (p *Printer) textFrame(st *streamInfo, it Item) {
 				pl = &partial{}
 				p.partials[k] = pl
 				p.pending = append(p.pending, k)
+				st.lines = append(st.lines, f.Channel)
 			}
 			if len(pl.buf) == 0 {
 				pl.pos = pos
 			}
 			pl.buf = append(pl.buf, data...)
 			if len(pl.buf) >= maxLine {
-				p.textLine(st, f.Channel, pl.pos, pl.buf, "")
-				pl.buf = pl.buf[:0]
+				p.flushPartial(st, f.Channel, pl)
 			}
 			return
 		}
 		line := data[:i]
-		if pl != nil && len(pl.buf) > 0 {
-			pl.buf = append(pl.buf, line...)
-			line = pl.buf
+		cut := false
+		if pl != nil {
+			if len(pl.buf) > 0 {
+				pl.buf = append(pl.buf, line...)
+				line = pl.buf
+			}
+			cut, pl.cut = pl.cut, false
 		}
-		p.textLine(st, f.Channel, pos, line, "")
+		if !cut || !blankLine(line) {
+			p.textLine(st, f.Channel, pos, line, "")
+		}
 		if pl != nil {
 			pl.buf = pl.buf[:0]
 		}
@@ -471,8 +604,16 @@ func (p *Printer) textFrame(st *streamInfo, it Item) {
 	}
 }
 
-// textLine prints one text line (without its newline).
+// textLine prints one text line (without its newline) of channel ch that
+// started at pos, after the held partial lines of the stream's other
+// channels that started before it.
 func (p *Printer) textLine(st *streamInfo, ch frames.ChannelID, pos frames.Position, line []byte, note string) {
+	p.cutBefore(st, pos, ch, true)
+	p.printText(st, ch, pos, line, note)
+}
+
+// printText prints one text line as it is.
+func (p *Printer) printText(st *streamInfo, ch frames.ChannelID, pos frames.Position, line []byte, note string) {
 	_, name, _ := channelName(st, ch)
 	line = bytes.TrimSuffix(line, []byte{'\r'}) // CRLF is a line end
 	if bytes.IndexByte(line, '\r') >= 0 {

@@ -71,11 +71,12 @@ func TestLogTextRawFallbacks(t *testing.T) {
 
 // A text line split across frames is shown once, whole, at the position
 // where it started; CRLF is a line end; a bare CR renders as a terminal
-// would; the writer's own clock channel is hidden.
+// would; the writer's own clock channel is hidden (and so does not cut the
+// line it falls in: see TestLogPartialLineOrder).
 func TestLogTextLineJoiningAndCR(t *testing.T) {
 	fs := []frames.Frame{
-		on(2, 0, "compil"),
-		on(1, 1, `{"a":1}`),
+		on(1, 0, `{"a":1}`),
+		on(2, 1, "compil"),
 		on(2, 2, "ing foo.c\r\nnext"),
 		on(3, 3, `{"unix_ns":1,"mono_ns":0}`),
 		on(2, 4, " line\n 10%\r 50%\r100%\n"),
@@ -83,8 +84,8 @@ func TestLogTextLineJoiningAndCR(t *testing.T) {
 	}
 	got := printItems(t, LogOptions{}, fs...)
 	want := "" +
-		"     1  host.resource        {\"a\":1}\n" +
-		"     0  proc.trainer.stdout  compiling foo.c\n" +
+		"     0  host.resource        {\"a\":1}\n" +
+		"     1  proc.trainer.stdout  compiling foo.c\n" +
 		"     2  proc.trainer.stdout  next line\n" +
 		"     4  proc.trainer.stdout  100%\n" +
 		"     5  proc.trainer.stdout  unterminated\n"

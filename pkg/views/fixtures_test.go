@@ -1,0 +1,117 @@
+package views
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
+)
+
+// The captures under pkg/views/testdata are made by this file and never
+// edited by hand: `DS_UPDATE=1 go test ./pkg/views` rewrites them. Without
+// DS_UPDATE the test checks that the files on disk are what it makes. The
+// cmd/ds scripts (log_drops, info_drops) read them; their expected outputs
+// live in those scripts. They are not under the repository's testdata/
+// because pkg/segments requires every capture there to come from its own
+// generator.
+//
+//	drops.dss           a writer that accounts its losses in place: health
+//	                    records carrying "loss", a progress line cut by a
+//	                    stderr line, clock records before the frames of
+//	                    their drain tick
+//	drops-counters.dss  an older writer: health records with cumulative
+//	                    counters only, and a gap
+func viewFixtures(t *testing.T) map[string][]byte {
+	t.Helper()
+	label := "job"
+	clock := func(ms int64) string {
+		return fmt.Sprintf(`{"unix_ns":%d,"mono_ns":%d}`, 1732953600000000000+ms*1e6, ms*1e6)
+	}
+	write := func(s frames.StreamID, seed uint64, payloads ...string) []byte {
+		desc := frames.StreamDescriptor{Stream: s, Label: &label, Origin: frames.OriginBootstrap}
+		catalog := []frames.ChannelDescriptor{
+			{Stream: s, ID: 1, Name: "proc.job.stdout", Content: frames.TextStream()},
+			{Stream: s, ID: 2, Name: "proc.job.stderr", Content: frames.TextStream()},
+			{Stream: s, ID: 3, Name: "proc.job.lifecycle", Content: frames.JSONRecord("proc.lifecycle")},
+			{Stream: s, ID: 4, Name: "datastream.clock", Content: frames.JSONRecord("datastream.clock")},
+			{Stream: s, ID: 5, Name: "datastream.health", Content: frames.JSONRecord("datastream.health")},
+		}
+		var buf bytes.Buffer
+		w, err := segments.NewWriter(&buf, desc, catalog, segments.WriterOptions{WriterID: "ds fixture", Rand: rand.NewChaCha8([32]byte{0: byte(seed)})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pos, p := range payloads {
+			if p == "" {
+				continue // a position lost downstream: a gap
+			}
+			var ch frames.ChannelID
+			if _, err := fmt.Sscanf(p, "%d ", &ch); err != nil {
+				t.Fatal(err)
+			}
+			_, payload, _ := bytes.Cut([]byte(p), []byte(" "))
+			if err := w.WriteFrame(frames.Frame{Channel: ch, Position: frames.Position(pos), Payload: payload}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	return map[string][]byte{
+		"drops.dss": write(frames.StreamID{Node: "ci-7", Life: 1732953600123456789}, 1,
+			"4 "+clock(0),
+			`3 {"event":"started","pid":4242}`,
+			"1 building\n",
+			"1 \rprogress 1/3",
+			`5 {"assigned":4,"drained":4,"mux_dropped":4,"unknown_channel":0,"bitbucketed":0,"subscriber_dropped":0,"pending":0,"subscribers":[{"name":"file","dropped":0}],"loss":{"frames":4,"bytes":512,"reason":"queue full"}}`,
+			"4 "+clock(100),
+			"1 \rprogress 3/3",
+			"2 FAIL: x\n",
+			"1 \n",
+			`3 {"event":"exited","status":{"kind":"code","value":1}}`,
+			"4 "+clock(150),
+			`5 {"assigned":11,"drained":11,"mux_dropped":4,"unknown_channel":0,"bitbucketed":0,"subscriber_dropped":0,"pending":0,"subscribers":[{"name":"file","dropped":0}]}`,
+		),
+		"drops-counters.dss": write(frames.StreamID{Node: "ci-old", Life: 1732953600123456789}, 2,
+			"4 "+clock(0),
+			"1 line 1\n",
+			"1 line 2\n",
+			`5 {"assigned":3,"drained":3,"mux_dropped":0,"subscriber_dropped":0,"subscribers":[{"name":"file","dropped":0}]}`,
+			"1 line 3\n",
+			"",
+			"1 line 6\n",
+			`5 {"assigned":7,"drained":7,"mux_dropped":7,"subscriber_dropped":1,"subscribers":[{"name":"file","dropped":1}]}`,
+			"4 "+clock(1000),
+		),
+	}
+}
+
+func TestViewFixtures(t *testing.T) {
+	for name, want := range viewFixtures(t) {
+		path := filepath.Join("testdata", name)
+		if os.Getenv("DS_UPDATE") != "" {
+			if err := os.MkdirAll("testdata", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("%v (DS_UPDATE=1 go test ./pkg/views makes it)", err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from what the generator makes; regenerate with DS_UPDATE=1 and review", path)
+		}
+	}
+}
