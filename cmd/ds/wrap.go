@@ -18,6 +18,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/proc"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/wireformat"
 )
 
 // exitWrapFailure is ds wrap's status when ds itself fails (bad flags, the
@@ -46,9 +47,49 @@ it, 127 when CMD is not found, 126 when it cannot be executed. When ds itself
 fails (bad flags, the capture cannot be written) it exits 125.
 
 INT, TERM, HUP, QUIT, USR1, USR2 and WINCH reach CMD; a CMD that ignores TERM
-is killed after --grace; a second Ctrl-C kills it at once. The capture never
-slows CMD down: if it cannot keep up, frames are dropped and counted in
-datastream.health.
+is killed after --grace; a second Ctrl-C kills it at once.
+
+By default the capture never slows CMD down: if it cannot keep up (a
+child writing faster than the capture can be compressed and written, a
+slow -o FIFO), output frames are dropped before they get a position, and
+every loss is written into the capture where it happened, as a
+datastream.health record that ds log shows as "dropped N frames before
+position P (queue full)"; ds wrap then warns once on stderr at exit. With
+--backpressure CMD is slowed instead, exactly as a pipe or tee(1) would
+slow it, and nothing is dropped. Lifecycle, health and clock records are
+never dropped.
+
+Order: stdout and stderr are read by one loop and passed through and
+recorded in the order CMD wrote them; a partial line of one is recorded
+before data of the other. When both pipes hold data, an inotify watch on
+each tells which was written first. The order is exact while ds keeps up,
+which it does for writes 1 ms or more apart; writes a few microseconds
+apart, when ds has fallen more than one write behind on a pipe, can come
+out swapped (two pipes carry no time of their own). With --pty both
+streams share one terminal and their order is always exact.
+
+Process tree: ds is a subreaper for CMD's descendants (and, as PID 1,
+reaps every orphan, as tini does). When it escalates to KILL (after
+--grace, or a second Ctrl-C) it kills the whole tree CMD started, not only
+CMD. After CMD exits, ds reads its pipes until they close or stay quiet for
+100 ms; a background process still holding them is named in a
+drain_timeout lifecycle record. A script without #! runs under /bin/sh, as
+execvp(3) does. Labels are [a-z0-9_-] and need a letter or digit: other
+bytes are rewritten to _ (said once on stderr), and a label that cannot
+be made valid is refused.
+
+Time: every drain (each --flush interval while output waits) starts with
+a datastream.clock record read at that moment, so a frame's time in
+ds log --json is at most one --flush interval after it was read.
+
+-o FILE never replaces an existing file: use --overwrite to replace it, or
+--append to add a stream to an existing capture. A capture that cannot be
+written is reported on stderr at once; CMD keeps running and passing its
+output through, and ds wrap exits 125 at the end.
+
+Captures written to files are zstd-compressed by default (--compress
+auto); a capture written to stdout, a pipe or a device is not, unless
+asked.
 
 With -o - the capture goes to stdout and CMD's stdout is not passed through.`,
 		Flags: []cli.Flag{
@@ -56,13 +97,16 @@ With -o - the capture goes to stdout and CMD's stdout is not passed through.`,
 			&cli.StringFlag{Name: "label", Usage: "process `LABEL` in channel names (default: the command's basename)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "record only; do not pass the output through"},
 			&cli.BoolFlag{Name: "pty", Usage: "run CMD on a pseudo-terminal (stdout and stderr merged, as a terminal shows them)"},
-			&cli.BoolFlag{Name: "append", Usage: "append to an existing capture instead of replacing it"},
+			&cli.BoolFlag{Name: "append", Usage: "add a stream to an existing capture (refused when the file is not a capture)"},
+			&cli.BoolFlag{Name: "overwrite", Usage: "replace an existing -o FILE (by default an existing file is never replaced)"},
+			&cli.BoolFlag{Name: "backpressure", Usage: "when the capture cannot keep up, slow CMD down (as a pipe would) instead of dropping output"},
 			&cli.StringFlag{Name: "node", Usage: "stream `NODE` (default: $DS_NODE, else the host name)"},
 			&cli.Uint64Flag{Name: "life", Usage: "stream `LIFE` (default: start time in ns since the Unix epoch)"},
 			&cli.StringFlag{Name: "origin", Value: "RemoteNode", Usage: "stream `ORIGIN`: RemoteNode, Orchestrator or Bootstrap"},
-			&cli.StringFlag{Name: "compress", Value: "none", Usage: "`CODEC` for the capture: none or zstd"},
+			&cli.StringFlag{Name: "compress", Value: "auto", Usage: "`CODEC` for the capture: zstd, none, or auto (zstd for files, none for stdout, pipes and devices)"},
 			&cli.DurationFlag{Name: "flush", Value: 100 * time.Millisecond, Usage: "drain and flush the capture every `INTERVAL`"},
 			&cli.BoolFlag{Name: "sync", Usage: "fsync the capture at every flush"},
+			&cli.IntFlag{Name: "queue", Value: frames.DefaultMuxCapacity, Usage: "the capture queue holds at most `FRAMES` output frames between drains (and 64 MiB)"},
 			&cli.DurationFlag{Name: "grace", Value: proc.DefaultGrace, Usage: "time between TERM and KILL"},
 		},
 		// Flags end at the command: ds wrap make -j4 test works without --.
@@ -89,19 +133,31 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 	if len(argv) == 0 {
 		return usagef("wrap: no command given (ds wrap [flags] -- CMD [ARGS…])")
 	}
+	if c.Bool("append") && c.Bool("overwrite") {
+		return usagef("wrap: --append and --overwrite contradict each other")
+	}
 	opts := captureOptions{
-		Output: c.String("output"), Append: c.Bool("append"), Node: c.String("node"),
+		Output: c.String("output"), Append: c.Bool("append"), Overwrite: c.Bool("overwrite"),
+		Backpressure: c.Bool("backpressure"), Node: c.String("node"),
 		Life: c.Uint64("life"), Origin: c.String("origin"), Compress: c.String("compress"),
-		Flush: c.Duration("flush"), Sync: c.Bool("sync"),
+		Flush: c.Duration("flush"), Sync: c.Bool("sync"), Queue: c.Int("queue"),
 	}
-	label := c.String("label")
+	// A label that breaks proc.LabelRule is refused; one that cleaning
+	// rewrites is used rewritten and said once on stderr, whether it was
+	// given or derived from the command's name (train.v2 → train_v2).
+	label, from := c.String("label"), ""
 	if label == "" {
-		label, err = proc.LabelFromCommand(argv[0])
-	} else {
-		label, err = proc.CleanLabel(label)
+		label, from = proc.CommandBase(argv[0]), " (from the command name)"
 	}
-	if err != nil {
-		return usagef("wrap: %v", err)
+	given := label
+	if label, err = proc.CleanLabel(given); err != nil {
+		if from != "" {
+			return usagef("wrap: no label from the command name: %v; give one with --label", err)
+		}
+		return usagef("wrap: --label: %v", err)
+	}
+	if label != given {
+		fmt.Fprintf(c.Root().ErrWriter, "ds: label %q%s is used as %q (labels are %s)\n", given, from, label, proc.LabelChars)
 	}
 	opts.Label = label
 	stdout := c.Root().Writer
@@ -109,8 +165,12 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 	if err != nil {
 		return err
 	}
+	var producer proc.Producer = cap.endpoint.Producer()
+	if opts.Backpressure {
+		producer = waitingProducer{cap.endpoint.Producer(), cap.stop}
+	}
 	popts := proc.Options{
-		Argv: argv, Label: label, Stdin: c.Root().Reader, Producer: cap.endpoint.Producer(),
+		Argv: argv, Label: label, Stdin: c.Root().Reader, Producer: producer,
 		PTY: c.Bool("pty"), Grace: c.Duration("grace"), Alloc: allocPayload,
 	}
 	if !c.Bool("quiet") {
@@ -127,7 +187,9 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 	defer signal.Stop(sigs)
 	popts.Signals = sigs
 	res, runErr := proc.Run(ctx, popts)
-	if cerr := cap.finish(); cerr != nil {
+	cerr := cap.finish()
+	cap.warnLoss(c.Root().ErrWriter)
+	if cerr != nil {
 		return fmt.Errorf("capture %s: %w (the command exited with status %d)", cap.name, cerr, res.ExitCode)
 	}
 	var se *proc.StartError
@@ -149,22 +211,40 @@ type wrapError struct{ err error }
 func (e *wrapError) Error() string { return e.err.Error() }
 func (e *wrapError) Unwrap() error { return e.err }
 
+// waitingProducer is ds wrap --backpressure's producer: a full queue makes
+// the capture reader wait for the next drain (and so the child, once its
+// pipe is full) instead of dropping. stop releases a waiter when the
+// capture ends.
+type waitingProducer struct {
+	frames.Producer
+	stop <-chan struct{}
+}
+
+func (p waitingProducer) SubmitBytes(ch frames.ChannelID, payload []byte) bool {
+	return p.SubmitWait(ch, payload, p.stop)
+}
+
 // captureOptions are the producer flags shared by ds wrap (and later
 // producers): where the capture goes and how the stream is named.
 type captureOptions struct {
-	Output   string
-	Append   bool
-	Label    string
-	Node     string
-	Life     uint64
-	Origin   string
-	Compress string
-	Flush    time.Duration
-	Sync     bool
+	Output       string
+	Append       bool
+	Overwrite    bool // replace an existing -o FILE
+	Backpressure bool // wait for room instead of dropping
+	Label        string
+	Node         string
+	Life         uint64
+	Origin       string
+	Compress     string
+	Flush        time.Duration
+	Sync         bool
+	Queue        int // mux capacity in frames
 }
 
 // capture drains an endpoint into a segments.Writer every Flush interval.
 type capture struct {
+	stderr   io.Writer // where a write failure is reported at once
+	busy     int       // pending frames that make the loop drain before the interval
 	name     string
 	toStdout bool
 	file     *os.File // nil for stdout
@@ -225,19 +305,23 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 	if err != nil {
 		return nil, usagef("--origin: %v", err)
 	}
+	auto := false
 	var comp segments.Compression
 	switch o.Compress {
-	case "none", "":
+	case "auto", "":
+		auto = true
+	case "none":
 		comp = segments.CompressNone
 	case "zstd":
 		comp = segments.CompressZstd
 	default:
-		return nil, usagef("--compress %q: want none or zstd", o.Compress)
+		return nil, usagef("--compress %q: want zstd, none or auto", o.Compress)
 	}
 	if o.Flush <= 0 {
 		return nil, usagef("--flush must be positive")
 	}
-	c := &capture{sync: o.Sync, stop: make(chan struct{}), done: make(chan error, 1)}
+	c := &capture{stderr: stderr, sync: o.Sync, stop: make(chan struct{}), done: make(chan error, 1)}
+	c.busy = min(busyFrames, max(1, o.Queue/2))
 	var w io.Writer
 	if o.Output == "-" {
 		if f, ok := stdout.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
@@ -250,21 +334,39 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 			c.name, c.file, err = newCaptureFile(o.Output, o.Label, now)
 		} else {
 			c.name = o.Output
-			c.file, err = openCapture(c.name, o.Append)
+			c.file, err = openCapture(c.name, o.Append, o.Overwrite)
 		}
 		if err != nil {
 			return nil, err
 		}
 		w = c.file
+		if auto {
+			// A file is kept as an artifact: compress it. A FIFO or a
+			// device is read live, where zstd's block latency and CPU
+			// buy nothing.
+			if fi, err := c.file.Stat(); err == nil && fi.Mode().IsRegular() {
+				comp = segments.CompressZstd
+			}
+		}
 		if generated {
 			fmt.Fprintf(stderr, "ds: capturing to %s\n", c.name)
 		}
 	}
 	label := o.Label
 	desc := frames.StreamDescriptor{Stream: frames.StreamID{Node: frames.NodeID(node), Life: frames.Life(life)}, Label: &label, Origin: origin}
-	c.endpoint = frames.NewEndpoint(desc, frames.EndpointOptions{MuxCapacity: frames.DefaultMuxCapacity})
-	c.sub = c.endpoint.Subscribe(frames.SubscriptionRequest{}, frames.SubscriberOptions{Name: "capture", Capacity: frames.DefaultMuxCapacity + 1024})
+	if o.Queue <= 0 || o.Queue > frames.MaxMuxCapacity {
+		return nil, usagef("--queue %d: want 1 to %d frames", o.Queue, frames.MaxMuxCapacity)
+	}
+	c.endpoint = frames.NewEndpoint(desc, frames.EndpointOptions{MuxCapacity: o.Queue})
+	// One tick's batch holds at most the mux capacity of data frames, one
+	// loss record after each of them, a clock record and the reserved
+	// lane's few records: the capture's queue takes all of that, so it
+	// never drops a frame that has a position.
+	c.sub = c.endpoint.Subscribe(frames.SubscriptionRequest{}, frames.SubscriberOptions{Name: "capture", Capacity: 2*o.Queue + 4096})
 	c.clock, err = frames.NewClock(c.endpoint, nil)
+	if err == nil {
+		err = c.endpoint.EnableHealth()
+	}
 	if err != nil {
 		c.closeFile()
 		return nil, err
@@ -275,6 +377,9 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 		return nil, err
 	}
 	c.clock.Emit()
+	// A first health record, so that every capture, even one cut short,
+	// says what its writer accounted (all zeros until something is lost).
+	c.endpoint.SubmitHealth()
 	go c.loop(o.Flush)
 	return c, nil
 }
@@ -285,10 +390,27 @@ func isDir(p string) bool {
 }
 
 // openCapture opens name for writing and takes an exclusive lock on it, so
-// that two writers cannot interleave; the file is emptied only once the
-// lock is held (unless appending).
-func openCapture(name string, appendTo bool) (*os.File, error) {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+// that two writers cannot interleave. An existing regular file is never
+// replaced unless overwrite is set (asciinema's rule): without it, a new
+// file is created exclusively; with appendTo the file must already be a
+// capture (its first bytes are checked), or empty. A device, FIFO or pipe is
+// written as it is. The file is emptied (overwrite) only once the lock is
+// held.
+func openCapture(name string, appendTo, overwrite bool) (*os.File, error) {
+	flags := os.O_WRONLY | os.O_APPEND
+	if fi, err := os.Stat(name); err == nil && fi.Mode().IsRegular() {
+		switch {
+		case appendTo:
+			if err := checkCaptureHead(name); err != nil {
+				return nil, err
+			}
+		case !overwrite:
+			return nil, fmt.Errorf("%s exists: not replacing it (use --overwrite to replace it, --append to add a stream to a capture)", name)
+		}
+	} else if err != nil && errors.Is(err, fs.ErrNotExist) {
+		flags |= os.O_CREATE | os.O_EXCL // lose no race with another writer
+	}
+	f, err := os.OpenFile(name, flags, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -307,13 +429,32 @@ func openCapture(name string, appendTo bool) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", name, err)
 	}
-	if !appendTo {
+	if overwrite {
 		if err := f.Truncate(0); err != nil {
 			f.Close()
 			return nil, err
 		}
 	}
 	return f, nil
+}
+
+// checkCaptureHead refuses to append to a file that is not a DSS capture:
+// its first bytes must be a segment header's magic (an empty file is fine).
+func checkCaptureHead(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	head := make([]byte, len(wireformat.Magic))
+	n, err := io.ReadFull(f, head)
+	switch {
+	case n == 0 && errors.Is(err, io.EOF):
+		return nil
+	case string(head[:n]) != wireformat.Magic:
+		return fmt.Errorf("--append: %s is not a ds capture (its first bytes are not a DSS segment header); not appending to it", name)
+	}
+	return nil
 }
 
 func (c *capture) closeFile() {
@@ -323,16 +464,23 @@ func (c *capture) closeFile() {
 }
 
 // loop ticks the endpoint every interval, and sooner when frames pile up
-// (checked every busyPoll), and writes what it drained; it emits a health
-// record every second. Draining early keeps few payload buffers in flight,
-// so they are recycled while still in cache instead of fresh pages being
-// faulted in. It never blocks a producer: only the writer waits on the disk.
+// (checked every busyPoll), and writes what it drained. Draining early keeps
+// few payload buffers in flight, so they are recycled while still in cache
+// instead of fresh pages being faulted in. It never blocks a producer: only
+// the writer waits on the disk.
+//
+// Health records: every loss at the mux is written in place by the
+// endpoint (EnableHealth); a datastream.health record is also submitted
+// after every tick at which a loss counter changed, and once a second
+// while output flows. The first write error is reported on stderr at once;
+// draining goes on (and discards) so that the child is never held up.
 func (c *capture) loop(interval time.Duration) {
 	poll := min(busyPoll, interval)
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	var err error
 	lastTick, lastHealth := time.Now(), time.Now()
+	last := c.endpoint.Health()
 	for {
 		select {
 		case <-c.stop:
@@ -341,29 +489,48 @@ func (c *capture) loop(interval time.Duration) {
 		case <-t.C:
 		}
 		now := time.Now()
-		if now.Sub(lastTick) < interval && c.endpoint.Pending() < busyFrames {
+		if now.Sub(lastTick) < interval && c.endpoint.Pending() < c.busy {
 			continue
 		}
 		lastTick = now
 		busy := c.endpoint.Pending() > 0
-		c.clock.Tick()
+		c.endpoint.Tick()
 		if e := c.write(); e != nil && err == nil {
-			err = e // sticky in the writer too; keep draining so producers never block
+			err = e // sticky in the writer too
+			fmt.Fprintf(c.stderr, "ds: capture %s: %v; the command goes on and its output is still passed through, but is no longer recorded (ds wrap will exit 125)\n", c.name, e)
 		}
-		if busy && now.Sub(lastHealth) >= time.Second {
-			// Only when there is news, so an idle stream stays silent; and
-			// right after a drain, so that it finds room in the queue.
+		h := c.endpoint.Health()
+		if lossChanged(h, last) || (busy && now.Sub(lastHealth) >= time.Second) {
 			c.endpoint.SubmitHealth()
-			lastHealth = now
+			lastHealth, last = now, h
 		}
 	}
 }
 
-// A capture loop drains early, every busyPoll, once busyFrames frames wait.
+// lossChanged reports whether a loss counter moved between two health
+// readings.
+func lossChanged(h, last frames.Health) bool {
+	return h.MuxDropped != last.MuxDropped || h.UnknownChannel != last.UnknownChannel ||
+		h.Bitbucketed != last.Bitbucketed || h.SubscriberDropped != last.SubscriberDropped
+}
+
+// A capture loop drains early, every busyPoll, once busyFrames frames wait
+// (or half its queue, when the queue is smaller).
 const (
 	busyPoll   = 10 * time.Millisecond
 	busyFrames = 16
 )
+
+// warnLoss prints one warning on stderr when output was dropped: how many
+// frames and bytes, and the flag that avoids it.
+func (c *capture) warnLoss(stderr io.Writer) {
+	h := c.endpoint.Health()
+	if h.MuxDropped == 0 && h.SubscriberDropped == 0 {
+		return
+	}
+	fmt.Fprintf(stderr, "ds: warning: the capture %s could not keep up: %d output frames (%d bytes) were dropped at the queue and %d by the writer; ds log shows where. Use --backpressure to slow the command down instead of dropping.\n",
+		c.name, h.MuxDropped, h.MuxDroppedBytes, h.SubscriberDropped)
+}
 
 func (c *capture) write() error {
 	c.events = c.sub.DrainInto(c.events[:0])
@@ -397,7 +564,7 @@ func (c *capture) write() error {
 func (c *capture) finish() error {
 	close(c.stop)
 	err := <-c.done
-	c.endpoint.Tick() // make room for the last records, whatever piled up
+	c.endpoint.Tick()
 	if e := c.write(); err == nil {
 		err = e
 	}

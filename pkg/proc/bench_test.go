@@ -96,7 +96,8 @@ func selfCPU() time.Duration {
 // is noise; cpu_x_pipe compares CPU time instead: the child plus ds's own
 // process during Run, against both cats of the pipe. Sub-benchmarks: "fake" submits to a
 // producer that discards; "endpoint" to a real frames.Endpoint ticked every
-// 100 ms, as ds wrap does.
+// 10 ms, as ds wrap does while output waits (it drains early once frames
+// pile up; at 1 GB/s a 100 ms tick would overflow the 64 MiB queue).
 func BenchmarkCapture(b *testing.B) {
 	mib := 64
 	if v := os.Getenv("DS_PROC_BENCH_MIB"); v != "" {
@@ -159,7 +160,7 @@ func BenchmarkCapture(b *testing.B) {
 			ticked := make(chan struct{})
 			go func() {
 				defer close(ticked)
-				t := time.NewTicker(100 * time.Millisecond)
+				t := time.NewTicker(10 * time.Millisecond)
 				defer t.Stop()
 				for {
 					select {

@@ -2,10 +2,12 @@ package proc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
-	"sync"
+	"runtime"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -24,9 +26,14 @@ const readBufferSize = 256 << 10
 // run ahead of ds between reads. Failure to enlarge is ignored.
 const pipeBufferSize = 1 << 20
 
-// finalDrainReads bounds the non-blocking reads made after a drain timeout,
-// so that a grandchild writing without pause cannot keep Run from returning.
+// finalDrainReads bounds the non-blocking read rounds made when the drain
+// stops early, so that a grandchild writing without pause cannot keep Run
+// from returning.
 const finalDrainReads = 16
+
+// noWakePoll bounds each poll of a reader that could not create its wake-up
+// eventfd: it then notices the child's exit by looking every noWakePoll.
+const noWakePoll = 10 * time.Millisecond
 
 // ChannelStats counts what one channel submitted to the [Producer].
 type ChannelStats struct {
@@ -132,139 +139,424 @@ func (f *framer) flush() {
 	}
 }
 
-// capture reads one output file of the child (a pipe, or the PTY master),
-// copies every chunk to the pass-through writer at once, and frames it.
+// capture is one output of the child (a pipe, or the PTY master): the file
+// ds reads, its pass-through writer and the framer of its channel. All the
+// captures of a child are served by one [reader].
 type capture struct {
-	name  string // "stdout" or "stderr", for the drain_timeout record
-	f     *os.File
-	w     io.Writer   // pass-through; nil = quiet
-	wmu   *sync.Mutex // serialises writers shared with the other capture; may be nil
+	name  string   // "stdout" or "stderr", for the drain record
+	f     *os.File // closed by finishCapture (or by the reader on EPIPE)
+	w     io.Writer
 	fr    *framer
 	stats ChannelStats
-	idle  time.Duration
-	stop  atomic.Bool
-	done  chan struct{}
-	// broken: the pass-through writer failed with EPIPE; the capture ends
-	// and closes its end so that the child sees the broken pipe too.
+	r     *reader // the reader serving this capture; nil until startReader
+
+	fd    int       // f's descriptor while the reader polls it; -1 at EOF or once closed
+	since time.Time // when the current partial line began (idle flush)
+	gen   uint64    // fr.gen at since
+	// broken: the pass-through writer failed with EPIPE; reading ends and
+	// the file is closed so that the child sees the broken pipe too.
 	broken bool
 }
 
-func newCapture(name string, f *os.File, w io.Writer, wmu *sync.Mutex, p Producer, ch frames.ChannelID, o *Options) *capture {
-	c := &capture{name: name, f: f, w: w, wmu: wmu, idle: o.IdleFlush, done: make(chan struct{})}
+func newCapture(name string, f *os.File, w io.Writer, p Producer, ch frames.ChannelID, o *Options) *capture {
+	c := &capture{name: name, f: f, w: w, fd: -1}
 	c.stats.ID = ch
 	c.fr = newFramer(p, &c.stats, o.MaxFrameSize)
 	c.fr.alloc = o.Alloc
 	return c
 }
 
-// run is the capture goroutine. It returns at EOF (every writer of the pipe
-// closed), on a read error, or soon after stopReading.
+// Drain stop reasons: the "reason" field of a drain_timeout record, and
+// [Result].DrainReason.
+const (
+	// DrainReasonIdle: after the child exited, its outputs stayed open but
+	// carried nothing for Options.DrainIdle.
+	DrainReasonIdle = "idle"
+	// DrainReasonTimeout: the outputs were still open Options.DrainTimeout
+	// after the child exited (output kept coming, or DrainIdle is off).
+	DrainReasonTimeout = "timeout"
+)
+
+// reader is the one capture goroutine of a child. It waits on all the
+// child's outputs at once with poll(2) and reads them in the order they
+// become readable; outputs readable in the same poll are read in the order
+// the child wrote them, as an inotify watch on each pipe tells (stdout
+// first where it cannot tell), so that pass-through and capture keep the
+// order of the child's writes.
 //
-// Idle flush: a read deadline is armed for IdleFlush after the moment the
-// current partial line began. It is armed at most once per IdleFlush, not at
-// every read, so a fast writer pays nothing for it; when it fires, the
-// partial line is flushed if it is old enough, else the deadline is moved.
-func (c *capture) run() {
-	defer close(c.done)
-	buf := make([]byte, readBufferSize)
-	armed := false      // a read deadline is set
-	var since time.Time // when the current partial line began
-	var gen uint64      // c.fr.gen at since
-	for {
-		// Checked after every deadline this goroutine sets, so that the
-		// deadline set by stopReading is never overwritten unnoticed.
-		if c.stop.Load() {
-			break
-		}
-		n, err := c.f.Read(buf)
-		if n > 0 {
-			c.consume(buf[:n])
-			if c.broken {
-				// The child writes into a pipe nobody reads any more: as
-				// without ds, its next write gets SIGPIPE (or EIO on a pty).
-				c.fr.flush()
-				c.f.Close()
-				return
-			}
-			if c.idle > 0 && len(c.fr.pending) > 0 {
-				if c.fr.gen != gen {
-					gen, since = c.fr.gen, time.Now()
-				}
-				if !armed {
-					_ = c.f.SetReadDeadline(since.Add(c.idle))
-					armed = true
-				}
-			}
-		}
-		if err == nil {
-			continue
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			if c.stop.Load() {
-				break
-			}
-			armed = false
-			if len(c.fr.pending) > 0 && c.fr.gen == gen && time.Now().Before(since.Add(c.idle)) {
-				_ = c.f.SetReadDeadline(since.Add(c.idle)) // not old enough yet
-				armed = true
-				continue
-			}
-			c.fr.flush()
-			_ = c.f.SetReadDeadline(time.Time{})
-			continue
-		}
-		// io.EOF; EIO from a PTY master whose slave is closed; os.ErrClosed.
-		break
-	}
-	if c.stop.Load() {
-		c.drainAvailable(buf)
-	}
-	c.fr.flush()
+// Idle flush costs no timer and no extra syscall: the poll timeout is the
+// time left until the pending partial line is IdleFlush old, and the clock
+// is read once per poll, only while a partial line is pending or after the
+// child's exit. After the exit the same poll timeout enforces DrainIdle and
+// DrainTimeout (see the package doc, Draining).
+type reader struct {
+	caps         []*capture // in read order: stdout, then stderr
+	idle         time.Duration
+	drainIdle    time.Duration // <= 0: wait for EOF or drainTimeout
+	drainTimeout time.Duration
+	wakeFD       int // eventfd written by childExited; -1 if none
+	// notifyFD is an inotify instance watching every output for IN_MODIFY
+	// (-1 if none): its events come in the order of the child's writes
+	// across the pipes, which poll(2) cannot tell (see writeOrder).
+	notifyFD int
+	wds      [2]int32 // watch descriptor of each capture, by caps index
+	// gate, until closed, holds back the first data read: the reader may
+	// start before the child, whose started record must come first.
+	gate   chan struct{}
+	evbuf  []byte
+	order  [2]*capture
+	exited atomic.Bool
+	done   chan struct{}
+	buf    []byte
+	pfds   [3]unix.PollFd
+	ready  [2]*capture
+
+	// Set by run before done is closed.
+	reason string        // "" (every output reached EOF), DrainReasonIdle or DrainReasonTimeout
+	waited time.Duration // from noticing the exit to the stop; set when reason != ""
 }
 
-// stopReading makes run return soon: used after the drain timeout, when a
-// grandchild still holds the write end open. Before returning, run reads
-// what is already buffered without waiting.
-func (c *capture) stopReading() {
-	c.stop.Store(true)
-	_ = c.f.SetReadDeadline(time.Now())
+// startReader starts the reader goroutine of caps (in read order).
+func startReader(caps []*capture, o *Options) *reader {
+	r := &reader{
+		caps: caps, idle: o.IdleFlush, drainIdle: o.DrainIdle, drainTimeout: o.DrainTimeout,
+		wakeFD: -1, notifyFD: -1, done: make(chan struct{}), buf: make([]byte, readBufferSize),
+		gate: make(chan struct{}),
+	}
+	if fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err == nil {
+		r.wakeFD = fd
+	}
+	for _, c := range caps {
+		c.r = r
+		_ = withFD(c.f, func(fd int) error {
+			c.fd = fd
+			return unix.SetNonblock(fd, true)
+		})
+	}
+	if len(caps) == 2 {
+		r.watchWrites()
+	}
+	go r.run()
+	return r
 }
 
-// drainAvailable reads what is already in the pipe without blocking.
-func (c *capture) drainAvailable(buf []byte) {
-	_ = c.f.SetReadDeadline(time.Time{})
-	rc, err := c.f.SyscallConn()
+// watchWrites sets up the inotify instance that orders writes across the
+// two pipes. Every write(2) to a pipe queues an IN_MODIFY event on an
+// inotify watch of it (vfs_write calls fsnotify_modify) before the write
+// returns to the child, so when both pipes hold data, the one whose event
+// comes first in the one inotify queue was written first. Best effort: with
+// no /proc, no inotify instance left (fs.inotify.max_user_instances) or a
+// kernel that does not notify on pipes, the reader falls back to stdout
+// first, as poll alone gives.
+func (r *reader) watchWrites() {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return
 	}
-	for range finalDrainReads {
-		var n int
-		var rerr error
-		err := rc.Read(func(fd uintptr) bool {
-			n, rerr = unix.Read(int(fd), buf)
-			return true // never wait
-		})
-		if err != nil || rerr != nil || n <= 0 {
+	for i, c := range r.caps {
+		wd, err := unix.InotifyAddWatch(fd, "/proc/self/fd/"+strconv.Itoa(c.fd), unix.IN_MODIFY)
+		if err != nil || c.fd < 0 {
+			unix.Close(fd)
 			return
 		}
-		c.consume(buf[:n])
+		r.wds[i] = int32(wd)
+	}
+	r.notifyFD = fd
+	r.evbuf = make([]byte, 64*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
+}
+
+// writeOrder returns the captures in the order to read them: by the last
+// write event of each since the events were last read. The last, not the
+// first: a reader woken by a write can read the data before the writer
+// queues its event (pipe_write wakes readers before vfs_write notifies),
+// so the oldest event of a pipe may be stale, for data already read; its
+// newest event is always for data still unread. The order is exact while
+// ds keeps up with the child (at most one unread write per pipe); a
+// reader that fell further behind cannot tell more. Captures with no event
+// (or all, when the queue overflowed or there is no inotify) follow in
+// caps order, stdout first. The result is valid until the next call.
+func (r *reader) writeOrder() []*capture {
+	var last [2]int // 1 + index of the capture's last event; 0: none
+	if r.notifyFD >= 0 {
+		seq, overflow := 0, false
+		for {
+			n, err := unix.Read(r.notifyFD, r.evbuf)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil || n <= 0 {
+				break
+			}
+			for off := 0; off+unix.SizeofInotifyEvent <= n; {
+				// struct inotify_event: wd, mask, cookie, len, name[len].
+				b := r.evbuf[off:]
+				wd := int32(binary.NativeEndian.Uint32(b[0:]))
+				mask := binary.NativeEndian.Uint32(b[4:])
+				off += unix.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(b[12:]))
+				if mask&unix.IN_Q_OVERFLOW != 0 {
+					overflow = true
+				}
+				for i, w := range r.wds {
+					if wd == w && mask&unix.IN_MODIFY != 0 {
+						seq++
+						last[i] = seq
+					}
+				}
+			}
+		}
+		if overflow {
+			last = [2]int{}
+		}
+	}
+	k := 0
+	for i, c := range r.caps {
+		if last[i] > 0 {
+			r.order[k] = c
+			k++
+		}
+	}
+	if k == 2 && last[1] < last[0] {
+		r.order[0], r.order[1] = r.order[1], r.order[0]
+	}
+	for i, c := range r.caps {
+		if last[i] == 0 {
+			r.order[k] = c
+			k++
+		}
+	}
+	return r.order[:k]
+}
+
+// openGate lets the reader hand on what it reads: call once the started (or
+// spawn_failed) record was submitted.
+func (r *reader) openGate() { close(r.gate) }
+
+// childExited tells the reader that the child has exited: from now on it
+// stops once the outputs are quiet for DrainIdle, or at DrainTimeout.
+func (r *reader) childExited() {
+	r.exited.Store(true)
+	if r.wakeFD >= 0 {
+		var one [8]byte
+		binary.NativeEndian.PutUint64(one[:], 1)
+		_, _ = unix.Write(r.wakeFD, one[:])
 	}
 }
 
-func (c *capture) consume(b []byte) {
+// close releases the wake-up eventfd and the inotify instance; call after
+// done.
+func (r *reader) close() {
+	if r.wakeFD >= 0 {
+		unix.Close(r.wakeFD)
+		r.wakeFD = -1
+	}
+	if r.notifyFD >= 0 {
+		unix.Close(r.notifyFD)
+		r.notifyFD = -1
+	}
+}
+
+// open returns the captures still open when the reader stopped.
+func (r *reader) open() []*capture {
+	var out []*capture
+	for _, c := range r.caps {
+		if c.fd >= 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (r *reader) run() {
+	defer close(r.done)
+	defer runtime.KeepAlive(r.caps) // the files own the descriptors polled
+	exited := false
+	var exitAt, lastData time.Time
+	for {
+		n := 0
+		for _, c := range r.caps {
+			if c.fd >= 0 {
+				r.pfds[n] = unix.PollFd{Fd: int32(c.fd), Events: unix.POLLIN}
+				r.ready[n] = c
+				n++
+			}
+		}
+		if n == 0 {
+			break // every output at EOF
+		}
+		timeout := time.Duration(-1) // none
+		var now time.Time
+		if exited || r.idle > 0 && r.anyPending() {
+			now = time.Now()
+		}
+		if r.idle > 0 {
+			for _, c := range r.caps {
+				if len(c.fr.pending) == 0 {
+					continue
+				}
+				if c.fr.gen != c.gen {
+					c.gen, c.since = c.fr.gen, now
+				}
+				left := c.since.Add(r.idle).Sub(now)
+				if left <= 0 {
+					c.fr.flush()
+					continue
+				}
+				timeout = minTimeout(timeout, left)
+			}
+		}
+		npoll := n
+		if exited {
+			if left := exitAt.Add(r.drainTimeout).Sub(now); left <= 0 {
+				r.reason = DrainReasonTimeout
+			} else {
+				timeout = minTimeout(timeout, left)
+			}
+			if r.drainIdle > 0 && r.reason == "" {
+				if left := lastData.Add(r.drainIdle).Sub(now); left <= 0 {
+					r.reason = DrainReasonIdle
+				} else {
+					timeout = minTimeout(timeout, left)
+				}
+			}
+			if r.reason != "" {
+				r.waited = now.Sub(exitAt)
+				r.drainAvailable()
+				break
+			}
+		} else if r.wakeFD >= 0 {
+			r.pfds[npoll] = unix.PollFd{Fd: int32(r.wakeFD), Events: unix.POLLIN}
+			npoll++
+		} else {
+			timeout = minTimeout(timeout, noWakePoll)
+		}
+		if _, err := unix.Poll(r.pfds[:npoll], pollMS(timeout)); err != nil {
+			if err != unix.EINTR {
+				time.Sleep(time.Millisecond) // ENOMEM: try again, without spinning
+			}
+			continue
+		}
+		if !exited && r.exited.Load() {
+			exited = true
+			exitAt = time.Now()
+			lastData = exitAt
+		}
+		got := false
+		for _, c := range r.writeOrder() {
+			for i := range n {
+				if r.ready[i] == c && r.pfds[i].Revents != 0 && r.readOnce(c) {
+					got = true
+				}
+			}
+		}
+		if got && exited {
+			lastData = time.Now()
+		}
+	}
+	for _, c := range r.caps {
+		c.fr.flush()
+	}
+}
+
+func (r *reader) anyPending() bool {
+	for _, c := range r.caps {
+		if len(c.fr.pending) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// readOnce makes one read of c and handles it. It reports whether it got
+// data.
+func (r *reader) readOnce(c *capture) bool {
+	n, err := unix.Read(c.fd, r.buf)
+	if r.gate != nil && (n > 0 || err != unix.EAGAIN) {
+		<-r.gate
+		r.gate = nil
+	}
+	if err == nil && n > 0 {
+		r.consume(c, r.buf[:n])
+		return true
+	}
+	if err == unix.EAGAIN || err == unix.EINTR {
+		return false
+	}
+	// 0 is EOF (every writer of the pipe closed); EIO comes from a PTY
+	// master whose slave is closed; any other error ends the output too.
+	c.fr.flush()
+	c.fd = -1
+	return false
+}
+
+// consume passes b through and frames it. Before any of it is framed, the
+// partial line of the other output is submitted, so that capture order is
+// read order (at most one output has a partial line at any time).
+func (r *reader) consume(c *capture, b []byte) {
+	for _, o := range r.caps {
+		if o != c {
+			o.fr.flush()
+		}
+	}
 	if c.w != nil {
-		if c.wmu != nil {
-			c.wmu.Lock()
-		}
-		_, err := c.w.Write(b)
-		if c.wmu != nil {
-			c.wmu.Unlock()
-		}
-		if err != nil {
+		if _, err := c.w.Write(b); err != nil {
 			c.stats.PassThroughErr = err
 			c.w = nil
 			c.broken = errors.Is(err, syscall.EPIPE)
 		}
 	}
 	c.fr.write(b)
+	if c.broken {
+		// The child writes into a pipe nobody reads any more: as without
+		// ds, its next write gets SIGPIPE (or EIO on a pty).
+		c.fr.flush()
+		c.f.Close()
+		c.fd = -1
+	}
+}
+
+// drainAvailable reads what is already in the outputs without waiting, in
+// at most finalDrainReads poll rounds.
+func (r *reader) drainAvailable() {
+	for range finalDrainReads {
+		n := 0
+		for _, c := range r.caps {
+			if c.fd >= 0 {
+				r.pfds[n] = unix.PollFd{Fd: int32(c.fd), Events: unix.POLLIN}
+				r.ready[n] = c
+				n++
+			}
+		}
+		if n == 0 {
+			return
+		}
+		k, err := unix.Poll(r.pfds[:n], 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || k == 0 {
+			return
+		}
+		for i := range n {
+			if r.pfds[i].Revents != 0 {
+				r.readOnce(r.ready[i])
+			}
+		}
+	}
+}
+
+// minTimeout returns the smaller of two poll timeouts; negative means none.
+func minTimeout(a, b time.Duration) time.Duration {
+	if a < 0 || b < a {
+		return b
+	}
+	return a
+}
+
+// pollMS converts a timeout to poll's milliseconds, rounding up so that a
+// deadline is never polled for early and spun on.
+func pollMS(d time.Duration) int {
+	if d < 0 {
+		return -1
+	}
+	return int((d + time.Millisecond - 1) / time.Millisecond)
 }

@@ -18,12 +18,14 @@
 //
 // # Line framing
 //
-// Output is read in chunks of up to 256 KiB from pipes enlarged to 1 MiB.
+// Output is read in chunks of up to 256 KiB from pipes enlarged to 1 MiB
+// (in the order below, under Order between stdout and stderr).
 // Each chunk goes to the pass-through writer first, then is cut into frames
 // (DESIGN.md §4): a frame ends at the last newline within MaxFrameSize bytes,
 // so a chunk holding many lines becomes one frame (or a few), not one frame
 // per line; views rejoin consecutive frames of a text channel. Bytes after
 // the last newline wait as a partial line; they go out with the next newline,
+// before a chunk of the other channel (see below),
 // or as a frame of their own once the partial line is IdleFlush old (50 ms by
 // default; a prompt, or a progress bar redrawn with CR, shows up within one
 // drain tick even while it keeps growing), at EOF, or when they reach
@@ -38,9 +40,32 @@
 // pipe is closed so that the child gets SIGPIPE as it would without ds; for
 // that the CLI must catch SIGPIPE with signal.Notify, so that a write to a
 // broken stdout does not kill ds itself, and not ignore it (signal.Ignore
-// would be inherited by the child). Order within a channel is
-// exact; between stdout and stderr (two pipes) it is the order in which ds
-// read them, as on a terminal; PTY mode keeps one merged order.
+// would be inherited by the child).
+//
+// # Order between stdout and stderr
+//
+// Order within a channel is exact. Between stdout and stderr it is the
+// order in which ds read them, and pass-through and capture both keep it:
+// one goroutine per child waits on both pipes at once (poll(2)) and reads
+// whichever is readable; when both are readable in the same poll it reads
+// stdout first, then stderr. Each chunk goes to its pass-through writer at
+// once, so Stdout and Stderr are written in read order from that one
+// goroutine (one writer may serve both: ds wrap > f 2>&1). Before a chunk
+// of one channel is framed, the pending partial line of the other channel
+// is submitted as a frame of its own, so capture order is read order too:
+// a progress bar drawn with CR on stdout ("\rprogress 3/3") is captured
+// before a "FAIL" line that stderr printed after it, as the terminal shows
+// them. At most one channel has a partial line at any time.
+//
+// What two pipes cannot tell is the order of writes that are both waiting
+// when ds polls. When ds falls behind the child (busy, or not scheduled on
+// a loaded machine), what both pipes accumulated meanwhile is read stdout
+// first, then stderr, whatever order the child wrote it in. So read order
+// is the child's order as long as ds reads each switch between the streams
+// before the next one (on an idle CPU ds wakes within tens of
+// microseconds, and any pause of the child, such as a sleep or waiting for
+// input, is plenty); only PTY mode, where both streams are one, keeps the
+// child's order in every case.
 //
 // # Lifecycle records
 //
@@ -52,7 +77,9 @@
 //	{"event":"spawn_failed","error":"executable file not found in $PATH",
 //	 "argv":["mkae"],"cwd":"/src","exit_code":127}
 //	{"event":"signal","signal":"TERM","number":15,"source":"forwarded"}
-//	{"event":"drain_timeout","timeout_ns":2000000000,"open":["stdout","stderr"]}
+//	{"event":"drain_timeout","timeout_ns":2000000000,"open":["stdout","stderr"],
+//	 "reason":"idle","idle_ns":100000000,"waited_ns":100412000,
+//	 "holders":[{"pid":4250,"argv":["sleep","60"],"open":["stdout","stderr"]}]}
 //	{"event":"exited","status":{"kind":"code","value":2},"exit_code":2,
 //	 "wall_ns":1234567,"user_ns":1000000,"sys_ns":200000,"max_rss_bytes":5242880}
 //	{"event":"exited","status":{"kind":"signal","value":9,"name":"KILL"},"exit_code":137,…}
@@ -68,9 +95,31 @@
 // received it but did not send it: the terminal delivered it to the child's
 // process group already), "escalation" (ds sent KILL after Grace or on a
 // second INT) and "cancel" (ds sent TERM because Run's context ended).
-// drain_timeout lists the outputs still open DrainTimeout after the child
-// exited (a background grandchild holding them); what they carried until
-// then is captured, the rest is not.
+// drain_timeout is recorded when capture stopped while outputs were still
+// open after the child exited (see Draining below): open lists them;
+// reason is "idle" (they carried nothing for idle_ns, Options.DrainIdle)
+// or "timeout" (still open at timeout_ns, Options.DrainTimeout); waited_ns
+// is the time from the child's exit to the stop; holders lists the
+// processes found holding them (pid, argv, and which outputs), possibly
+// none. What the outputs carried until the stop is captured, the rest is
+// not. (The event keeps its name from when only the timeout existed.)
+//
+// # Draining
+//
+// A background grandchild (cmd &, a daemon that did not close its
+// descriptors) inherits the child's stdout and stderr and keeps them open
+// after the child exits, so EOF may never come. Once the child has exited,
+// ds goes on reading while data flows, and stops as soon as the open
+// outputs have been quiet for Options.DrainIdle (100 ms by default), or at
+// Options.DrainTimeout (2 s) after the exit if data kept coming; what is
+// already in the pipes is still read (a bounded number of reads). So such
+// a holder costs about DrainIdle, not DrainTimeout, and output written
+// after a longer pause is lost. When it stops early, ds looks through
+// /proc/*/fd for processes other than itself holding the pipes (by the
+// pipe's inode; in PTY mode, by the pty slave's path) and names them, with
+// their argv from /proc/PID/cmdline, in the drain_timeout record and
+// Result.DrainHolders. The scan is best effort: it is done only then, is
+// bounded in time, and misses processes ds may not inspect.
 //
 // # Exit status
 //
@@ -103,7 +152,39 @@
 // overrides the choice. TERM, HUP, USR1 and USR2 normally come from kill(1) aimed at ds and
 // are always forwarded. Signals, and KILL, go to the child alone (through a
 // pidfd, so a reused pid is never hit); a grandchild that outlives it is
-// left alone and, if it keeps the output open, bounded by DrainTimeout.
+// left alone and, if it keeps the output open, bounded by DrainIdle and
+// DrainTimeout (see Draining).
+//
+// # Process tree
+//
+// While Run is in progress ds is a child subreaper (prctl
+// PR_SET_CHILD_SUBREAPER; the attribute ds had before is restored when the
+// last Run returns): a descendant whose parent exits is re-parented to ds
+// rather than to init, as it is anyway when ds is PID 1 of a pid namespace
+// (unshare --fork --pid, a container without an init). ds reaps such
+// orphans when they exit, woken by SIGCHLD, as tini does, so no zombie is
+// left with ds as its parent. It never takes a status somebody waits for: it
+// peeks at an exited child (waitid with WNOWAIT) and reaps it only if it is
+// neither a Run's child nor a child the process holds a pidfd for (which
+// os.StartProcess and os/exec hold until Wait); a program that embeds proc
+// and starts children without a pidfd (Linux before 5.4) must not run them
+// alongside Run. The KILL of an escalation (after Grace, on a second INT,
+// or after Grace once the context ended) is the one signal that goes to the
+// whole tree rather than to the child alone: ds looks the tree up in /proc
+// (the child's descendants by parent, the members of a session or process
+// group the child leads, and the orphans re-parented to ds, with their own
+// descendants) before the child dies, and again until no new process turns
+// up, and sends each KILL through a pidfd opened after checking its start
+// time, so a reused pid is never hit. The signal record lists them:
+//
+//	{"event":"signal","signal":"KILL","number":9,"source":"escalation","descendants":[4250,4251]}
+//
+// An orphan counts as the child's when this Run is the only one in progress
+// (as in ds wrap) or when ds found it in the tree before; with several Runs
+// at once, an orphan whose parent died before the escalation belongs to
+// none and is left alone. When /proc is not that of ds's pid namespace
+// (unshare --pid without --mount-proc) only the child is killed. A
+// descendant still running when the child exits on its own is not killed.
 //
 // # PTY mode
 //

@@ -37,7 +37,9 @@ const (
 	// SourceTerminal: ds received the signal but did not send it, because the
 	// terminal already delivered it to the child's process group.
 	SourceTerminal = "terminal"
-	// SourceEscalation: ds sent KILL, after Grace or on a second INT.
+	// SourceEscalation: ds sent KILL, after Grace or on a second INT, to
+	// the child and the rest of its process tree, whose pids the record's
+	// "descendants" lists (see the package doc, Process tree).
 	SourceEscalation = "escalation"
 	// SourceCancel: ds sent TERM because Run's context was cancelled.
 	SourceCancel = "cancel"
@@ -67,6 +69,10 @@ type signalRecord struct {
 	Signal string `json:"signal"`
 	Number int    `json:"number"`
 	Source string `json:"source"`
+	// Descendants lists the other processes of the child's tree that were
+	// sent the signal too (KILL on escalation only; see the package doc),
+	// by pid, parents before their children.
+	Descendants []int `json:"descendants,omitempty"`
 }
 
 type drainTimeoutRecord struct {

@@ -41,6 +41,11 @@ const (
 	// DefaultDrainTimeout bounds the wait for the output pipes after the
 	// child has exited.
 	DefaultDrainTimeout = 2 * time.Second
+	// DefaultDrainIdle is how long, after the child has exited, outputs
+	// still held open (by a background grandchild) may stay quiet before
+	// capture stops: far above the gaps within a burst of output, far below
+	// DefaultDrainTimeout.
+	DefaultDrainIdle = 100 * time.Millisecond
 )
 
 // TTYSignalMode says what happens, in non-PTY mode, to INT, QUIT and WINCH
@@ -85,8 +90,9 @@ type Options struct {
 	Stdin io.Reader
 	// Stdout and Stderr receive the child's output as soon as it is read
 	// (pass-through); nil discards it (ds wrap -q). In PTY mode both
-	// streams arrive merged on Stdout. A writer shared by both is called
-	// from one goroutine at a time.
+	// streams arrive merged on Stdout. Both are written from one goroutine,
+	// one call at a time, in the order the output was read (see the package
+	// doc), so one writer may serve both without locking.
 	Stdout, Stderr io.Writer
 
 	// Producer receives the channel registrations and frames. Required.
@@ -113,9 +119,15 @@ type Options struct {
 	// most of the capture path's cost. nil means a fresh allocation.
 	Alloc func(n int) []byte
 	// DrainTimeout bounds the wait for the output pipes to close after the
-	// child exited (a background grandchild may hold them). 0 means
-	// DefaultDrainTimeout.
+	// child exited (a background grandchild may hold them), data or not.
+	// 0 means DefaultDrainTimeout.
 	DrainTimeout time.Duration
+	// DrainIdle stops that wait earlier: once the child has exited,
+	// capture stops as soon as its outputs, still open, have carried
+	// nothing for DrainIdle; output that keeps flowing is read until EOF
+	// or DrainTimeout. 0 means DefaultDrainIdle; negative disables it (wait
+	// for EOF or DrainTimeout).
+	DrainIdle time.Duration
 
 	// Signals carries the signals ds received (signal.Notify in the CLI).
 	// INT, TERM, HUP, QUIT, USR1, USR2 and WINCH are forwarded to the
@@ -137,6 +149,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = DefaultDrainTimeout
+	}
+	if o.DrainIdle == 0 {
+		o.DrainIdle = DefaultDrainIdle
 	}
 }
 
@@ -161,9 +176,19 @@ type Result struct {
 	// MaxRSSBytes is the largest resident set size of the child or of a
 	// descendant it waited for, in bytes.
 	MaxRSSBytes int64
-	// DrainTimedOut reports that an output pipe was still open
-	// DrainTimeout after the child exited, and capture stopped there.
+	// DrainTimedOut reports that capture stopped while an output was still
+	// open after the child exited (a background grandchild holding it),
+	// for the reason in DrainReason; a drain_timeout record was submitted.
+	// What came after the stop is not captured.
 	DrainTimedOut bool
+	// DrainReason is why capture stopped early: DrainReasonIdle (the open
+	// outputs carried nothing for Options.DrainIdle) or DrainReasonTimeout
+	// (they were still open at Options.DrainTimeout). "" when every output
+	// reached EOF.
+	DrainReason string
+	// DrainHolders lists, when DrainTimedOut, the processes found holding
+	// the outputs open (best effort; see [PipeHolder]), in pid order.
+	DrainHolders []PipeHolder
 	// Stdout, Stderr and Lifecycle count the frames of each channel
 	// (Stderr stays zero in PTY mode, where it is not registered).
 	Stdout, Stderr, Lifecycle ChannelStats
@@ -185,10 +210,22 @@ type Result struct {
 // wait for a copy from a non-*os.File Stdin to end: that goroutine ends when
 // its Read returns.
 //
+// A file that execve(2) refuses with ENOEXEC but that is text (a script
+// without "#!") is run as "/bin/sh FILE ARGS…", execvp(3)'s rule, as sh(1)
+// and env(1) do; the started record then shows argv with "/bin/sh" first
+// and path "/bin/sh". A binary one still fails (ExitCannotExecute).
+//
+// While Run is in progress the process is a child subreaper that reaps the
+// orphans of the child, and an escalation KILLs the child's whole tree (see
+// the package doc, Process tree); Run may be called concurrently with code
+// that starts and waits for its own children through os.StartProcess or
+// os/exec (which hold a pidfd), not with code that waits for children it
+// has no pidfd for.
+//
 // The error is nil when the child ran, whatever its status. When the child
 // could not be started the error is a *StartError and a spawn_failed record
-// was submitted; other errors (ErrNoCommand, ErrNoProducer, a label or
-// registration error, a pipe or pty failure) come with ExitCode
+// was submitted; other errors (ErrNoCommand, ErrNoProducer, a
+// *LabelError, a registration error, a pipe or pty failure) come with ExitCode
 // ExitFailure. Run may be called concurrently for different children.
 func Run(ctx context.Context, opts Options) (Result, error) {
 	o := opts
@@ -212,11 +249,24 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	if argv, ok := shellFallback(o.Argv, pathFromEnv(o.Env), o.Dir); ok {
+		o.Argv = argv // a script without "#!": execvp(3)'s rule
+	}
 	s := &supervisor{o: &o, res: &res}
 	if err := s.register(); err != nil {
 		return res, err
 	}
-	if err := s.start(); err != nil {
+	// Subreaper from before the start: a child that daemonises at once
+	// must be re-parented here already. The reaper must know the child
+	// before it can see it exit (reap.go).
+	defer acquireReaper()()
+	spawnMu.RLock()
+	err = s.start()
+	if s.proc != nil {
+		addOwn(s.proc.Pid)
+	}
+	spawnMu.RUnlock()
+	if err != nil {
 		return res, err
 	}
 	s.supervise(ctx)
@@ -265,8 +315,32 @@ func (s *supervisor) register() error {
 	return nil
 }
 
+// record submits a lifecycle record. When the producer has a reserved lane
+// ([ReservedProducer]) the record takes it, so a queue filled by output
+// never costs a lifecycle record (the exited record least of all).
 func (s *supervisor) record(v any) {
-	s.res.Lifecycle.submit(s.o.Producer, marshalRecord(v))
+	p := s.o.Producer
+	if r, ok := p.(ReservedProducer); ok {
+		p = reservedLane{r}
+	}
+	s.res.Lifecycle.submit(p, marshalRecord(v))
+}
+
+// ReservedProducer is a [Producer] with a lane that a full queue never
+// refuses (frames.Producer.SubmitReserved). Run submits lifecycle records
+// through it when the Producer has it.
+type ReservedProducer interface {
+	Producer
+	// SubmitReserved queues one frame whatever the queue holds; false only
+	// when the stream has ended or ch is unknown.
+	SubmitReserved(ch frames.ChannelID, payload []byte) bool
+}
+
+// reservedLane makes SubmitBytes use the reserved lane.
+type reservedLane struct{ ReservedProducer }
+
+func (r reservedLane) SubmitBytes(ch frames.ChannelID, payload []byte) bool {
+	return r.SubmitReserved(ch, payload)
 }
 
 // start creates the child's files, starts it and the capture goroutines,
@@ -368,18 +442,12 @@ func (s *supervisor) start() error {
 		growPipe(er)
 		closeAfter = append(closeAfter, ow, ew)
 		stdoutW, stderrW = ow, ew
-		// ds's read ends belong to the captures, which close them. A
-		// writer that is not an *os.File may not be safe for two
-		// goroutines: serialise the pass-through writes.
-		var mu *sync.Mutex
-		_, f1 := o.Stdout.(*os.File)
-		_, f2 := o.Stderr.(*os.File)
-		if !(f1 && f2) {
-			mu = new(sync.Mutex)
-		}
+		// ds's read ends belong to the captures, which finishCapture
+		// closes. One reader goroutine serves both, stdout first, so the
+		// pass-through writers are never called concurrently.
 		s.caps = []*capture{
-			newCapture("stdout", or, o.Stdout, mu, o.Producer, s.stdoutID, o),
-			newCapture("stderr", er, o.Stderr, mu, o.Producer, s.stderrID, o),
+			newCapture("stdout", or, o.Stdout, o.Producer, s.stdoutID, o),
+			newCapture("stderr", er, o.Stderr, o.Producer, s.stderrID, o),
 		}
 		switch o.TTYSignals {
 		case TTYSignalsAuto:
@@ -408,11 +476,29 @@ func (s *supervisor) start() error {
 		s.restore = restore
 	}
 
+	// The pipes' reader starts polling before the child runs, so that it
+	// is waiting for the first write, not catching up with several: only a
+	// reader that keeps up can order writes across the pipes (see reader).
+	var rd *reader
+	if !o.PTY {
+		rd = startReader(s.caps, o)
+	}
 	s.startTime = time.Now()
 	p, serr := os.StartProcess(path, o.Argv, attr)
 	if serr != nil {
 		code, cerr := classifyStartError(serr, path, o.Dir)
 		s.failed(cerr, code)
+		if rd != nil {
+			rd.openGate()
+			// The reader sees EOF once the write ends are closed (deferred
+			// above); wait for it before the read ends are closed.
+			for _, f := range closeAfter {
+				f.Close()
+			}
+			closeAfter = nil
+			<-rd.done
+			rd.close()
+		}
 		s.closeParentEnds()
 		return &StartError{Argv: o.Argv, ExitCode: code, Err: cerr}
 	}
@@ -422,17 +508,20 @@ func (s *supervisor) start() error {
 		Event: EventStarted, PID: p.Pid, Argv: o.Argv, Path: path, Cwd: s.cwd,
 		Label: s.res.Label, PTY: o.PTY, MergedOutput: o.PTY,
 	})
+	if rd != nil {
+		rd.openGate()
+	}
 
 	if o.PTY {
-		s.caps = []*capture{newCapture("stdout", s.master, o.Stdout, nil, o.Producer, s.stdoutID, o)}
+		s.caps = []*capture{newCapture("stdout", s.master, o.Stdout, o.Producer, s.stdoutID, o)}
 		if stdinIsTerm {
 			if c, ierr := startInputCopy(inTerm, s.master); ierr == nil {
 				s.input = c
 			}
 		}
 	}
-	for _, c := range s.caps {
-		go c.run()
+	if o.PTY {
+		startReader(s.caps, o).openGate()
 	}
 	if s.stdinW != nil {
 		go func() {
@@ -540,6 +629,7 @@ loop:
 			s.kill()
 		}
 	}
+	doneOwn(s.proc.Pid)
 	if grace != nil {
 		grace.Stop()
 	}
@@ -571,63 +661,68 @@ func (s *supervisor) forward(sig syscall.Signal) {
 	s.signal(sig, SourceForwarded)
 }
 
-// kill sends KILL once.
+// kill sends KILL once, to the child and to the rest of its process tree
+// (killTree), and records it with the descendants' pids.
 func (s *supervisor) kill() {
-	if !s.killed {
-		s.killed = true
-		s.signal(syscall.SIGKILL, SourceEscalation)
+	if s.killed {
+		return
 	}
+	s.killed = true
+	var err error
+	pids := killTree(s.proc.Pid, func() { err = s.send(syscall.SIGKILL) })
+	if err != nil && len(pids) == 0 {
+		return
+	}
+	s.record(signalRecord{Event: EventSignal, Signal: SignalName(syscall.SIGKILL), Number: int(syscall.SIGKILL), Source: SourceEscalation, Descendants: pids})
 }
 
-// signal sends sig to the child (its process group in PTY mode) and records
-// it. A child that is already gone is not recorded.
+// signal sends sig to the child (its process group in PTY mode; see send)
+// and records it. A child that is already gone is not recorded.
 func (s *supervisor) signal(sig syscall.Signal, source string) {
-	var err error
-	if s.o.PTY {
-		// The child leads its own session and process group: signal the
-		// whole job, as the terminal would.
-		err = unix.Kill(-s.proc.Pid, sig)
-	} else {
-		// The child shares ds's process group: signal it alone. os.Process
-		// uses a pidfd, so a reused pid is never hit.
-		err = s.proc.Signal(sig)
-	}
-	if err != nil {
+	if err := s.send(sig); err != nil {
 		return
 	}
 	s.record(signalRecord{Event: EventSignal, Signal: SignalName(sig), Number: int(sig), Source: source})
 }
 
-// finishCapture waits for the captures to reach EOF, at most DrainTimeout,
-// then stops them, releases the pty, the terminal and stdin, and records
-// drain_timeout if it came to that.
+// finishCapture tells the reader that the child has exited and waits for
+// it to stop: at EOF of every output, or early, once the outputs have been
+// quiet for DrainIdle or at DrainTimeout (the reader keeps both bounds).
+// Then it releases the outputs, the pty, the terminal and stdin, and, if
+// capture stopped early, looks for the processes holding the outputs and
+// records drain_timeout.
 func (s *supervisor) finishCapture() {
-	t := time.NewTimer(s.o.DrainTimeout)
-	defer t.Stop()
-	timedOut := false
-	for _, c := range s.caps {
-		if timedOut {
-			break
-		}
-		select {
-		case <-c.done:
-		case <-t.C:
-			timedOut = true
-		}
+	var r *reader
+	if len(s.caps) > 0 {
+		r = s.caps[0].r
 	}
-	var open []string
-	if timedOut {
-		for _, c := range s.caps {
-			select {
-			case <-c.done:
-			default:
-				open = append(open, c.name)
-				c.stopReading()
+	var rec *drainRecord
+	if r != nil {
+		r.childExited()
+		<-r.done
+		r.close()
+		if open := r.open(); len(open) > 0 {
+			rec = &drainRecord{
+				drainTimeoutRecord: drainTimeoutRecord{Event: EventDrainTimeout, TimeoutNS: s.o.DrainTimeout.Nanoseconds()},
+				Reason:             r.reason,
+				IdleNS:             max(s.o.DrainIdle, 0).Nanoseconds(),
+				WaitedNS:           r.waited.Nanoseconds(),
+				Holders:            []holderRecord{},
+			}
+			var targets []holderTarget
+			for _, c := range open {
+				rec.Open = append(rec.Open, c.name)
+				if link := outputLink(c.f, s.o.PTY); link != "" {
+					targets = append(targets, holderTarget{link: link, name: c.name})
+				}
+			}
+			s.res.DrainHolders = findHolders("/proc", targets, os.Getpid(), holderScanBudget)
+			for _, h := range s.res.DrainHolders {
+				rec.Holders = append(rec.Holders, holderRecord{PID: h.PID, Argv: h.Argv, Open: h.Outputs})
 			}
 		}
 	}
 	for _, c := range s.caps {
-		<-c.done
 		c.f.Close()
 	}
 	if s.input != nil {
@@ -645,9 +740,10 @@ func (s *supervisor) finishCapture() {
 			s.res.Stderr = c.stats
 		}
 	}
-	if timedOut {
+	if rec != nil {
 		s.res.DrainTimedOut = true
-		s.record(drainTimeoutRecord{Event: EventDrainTimeout, TimeoutNS: s.o.DrainTimeout.Nanoseconds(), Open: open})
+		s.res.DrainReason = rec.Reason
+		s.record(rec)
 	}
 }
 
