@@ -7,9 +7,12 @@ ds=$(realpath "${1:-bin/ds}")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
+# Like a real build, each step takes a little time (a compiler is a process
+# of its own); two writes to stdout and stderr a few microseconds apart
+# could not be ordered (see ds(1) wrap, Order).
 cat > "$out/build.sh" <<'EOS'
-echo "compiling foo.c"
-echo "foo.c:3: warning: unused variable x" >&2
+echo "compiling foo.c"; sleep 0.01
+echo "foo.c:3: warning: unused variable x" >&2; sleep 0.01
 printf "linking "; sleep 0.2; echo "foo"
 for i in 1 2 3; do printf "\rprogress %d/3" "$i"; sleep 0.05; done; echo
 echo "FAIL: test_foo (expected 2, got 3)" >&2

@@ -12,6 +12,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// A test that needs ds as a separate process it can kill runs this
+	// binary with DS_TEST_MAIN=1 (see dsCommand).
+	if os.Getenv("DS_TEST_MAIN") == "1" {
+		os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+	}
 	testscript.Main(m, map[string]func(){
 		"ds": func() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 	})
@@ -38,6 +43,7 @@ func TestScript(t *testing.T) {
 			"exits":    cmdExits,
 			"truncate": cmdTruncate,
 			"flipbyte": cmdFlipbyte,
+			"smaller":  cmdSmaller,
 		},
 	})
 }
@@ -99,4 +105,19 @@ func cmdFlipbyte(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	b[off] ^= 0xFF
 	ts.Check(os.WriteFile(path, b, 0o644))
+}
+
+// smaller A B: file A is less than a quarter of the size of file B (a
+// compressed capture against a plain one).
+func cmdSmaller(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: smaller A B")
+	}
+	a, err := os.Stat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	b, err := os.Stat(ts.MkAbs(args[1]))
+	ts.Check(err)
+	if a.Size()*4 >= b.Size() {
+		ts.Fatalf("%s is %d bytes, not under a quarter of %s (%d bytes)", args[0], a.Size(), args[1], b.Size())
+	}
 }
