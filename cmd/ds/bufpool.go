@@ -10,11 +10,12 @@ import (
 // back with releasePayload once the frame is written (segments.Writer
 // copies it). Allocating a fresh buffer per frame costs more than the rest
 // of the capture path together on machines where page faults are slow.
-// Buffers come in power-of-two size classes from 512 B to 64 KiB, so a
-// short line does not pin a 64 KiB buffer while it waits for a tick.
+// Buffers come in power-of-two size classes from 512 B to 256 KiB (proc's
+// largest frame, and its read buffer), so a short line does not pin a
+// large buffer while it waits for a tick.
 const (
 	minPoolShift = 9  // 512 B
-	maxPoolShift = 16 // 64 KiB
+	maxPoolShift = 18 // 256 KiB
 )
 
 var payloadPools [maxPoolShift - minPoolShift + 1]sync.Pool

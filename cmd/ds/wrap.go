@@ -106,7 +106,7 @@ With -o - the capture goes to stdout and CMD's stdout is not passed through.`,
 			&cli.StringFlag{Name: "compress", Value: "auto", Usage: "`CODEC` for the capture: zstd, none, or auto (zstd for files, none for stdout, pipes and devices)"},
 			&cli.DurationFlag{Name: "flush", Value: 100 * time.Millisecond, Usage: "drain and flush the capture every `INTERVAL`"},
 			&cli.BoolFlag{Name: "sync", Usage: "fsync the capture at every flush"},
-			&cli.IntFlag{Name: "queue", Value: frames.DefaultMuxCapacity, Usage: "the capture queue holds at most `FRAMES` output frames between drains (and 64 MiB)"},
+			&cli.IntFlag{Name: "queue", Value: frames.DefaultMuxCapacity, Usage: "the capture queue holds at most `FRAMES` output frames between drains (and 128 MiB)"},
 			&cli.DurationFlag{Name: "grace", Value: proc.DefaultGrace, Usage: "time between TERM and KILL"},
 		},
 		// Flags end at the command: ds wrap make -j4 test works without --.
@@ -371,7 +371,7 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 		c.closeFile()
 		return nil, err
 	}
-	c.w, err = segments.NewWriter(w, desc, c.endpoint.Catalog(), segments.WriterOptions{Compression: comp, WriterID: "ds " + dsVersion()})
+	c.w, err = segments.NewWriter(w, desc, c.endpoint.Catalog(), segments.WriterOptions{Compression: comp, WriterID: "ds " + dsVersion(), StoreWhenBusy: true})
 	if err != nil {
 		c.closeFile()
 		return nil, err
@@ -479,7 +479,7 @@ func (c *capture) loop(interval time.Duration) {
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	var err error
-	lastTick, lastHealth := time.Now(), time.Now()
+	lastFlush, lastHealth := time.Now(), time.Now()
 	last := c.endpoint.Health()
 	for {
 		select {
@@ -489,13 +489,16 @@ func (c *capture) loop(interval time.Duration) {
 		case <-t.C:
 		}
 		now := time.Now()
-		if now.Sub(lastTick) < interval && c.endpoint.Pending() < c.busy {
+		flush := now.Sub(lastFlush) >= interval
+		if !flush && c.endpoint.Pending() < c.busy {
 			continue
 		}
-		lastTick = now
+		if flush {
+			lastFlush = now
+		}
 		busy := c.endpoint.Pending() > 0
 		c.endpoint.Tick()
-		if e := c.write(); e != nil && err == nil {
+		if e := c.write(flush); e != nil && err == nil {
 			err = e // sticky in the writer too
 			fmt.Fprintf(c.stderr, "ds: capture %s: %v; the command goes on and its output is still passed through, but is no longer recorded (ds wrap will exit 125)\n", c.name, e)
 		}
@@ -532,7 +535,12 @@ func (c *capture) warnLoss(stderr io.Writer) {
 		c.name, h.MuxDropped, h.MuxDroppedBytes, h.SubscriberDropped)
 }
 
-func (c *capture) write() error {
+// write writes what the subscription holds; with flush, it also flushes
+// the writer (and syncs with --sync). Early drains, between flush
+// intervals, only write: flushing waits for the zstd blocks in flight, and
+// a drain that waited on them every 10 ms would let a fast child fill the
+// queue.
+func (c *capture) write(flush bool) error {
 	c.events = c.sub.DrainInto(c.events[:0])
 	for _, ev := range c.events {
 		var err error
@@ -550,6 +558,9 @@ func (c *capture) write() error {
 		}
 	}
 	clear(c.events)
+	if !flush {
+		return nil
+	}
 	if err := c.w.Flush(); err != nil {
 		return err
 	}
@@ -565,13 +576,13 @@ func (c *capture) finish() error {
 	close(c.stop)
 	err := <-c.done
 	c.endpoint.Tick()
-	if e := c.write(); err == nil {
+	if e := c.write(true); err == nil {
 		err = e
 	}
 	c.endpoint.SubmitHealth()
 	c.clock.Emit()
 	c.endpoint.End()
-	if e := c.write(); err == nil {
+	if e := c.write(true); err == nil {
 		err = e
 	}
 	if e := c.w.Close(); err == nil {

@@ -17,10 +17,6 @@ import (
 	"github.com/ds-telemetry/ds/pkg/frames"
 )
 
-// readBufferSize is the size of each capture read. Large reads mean few
-// syscalls and few frames; see the package doc for the framing rule.
-const readBufferSize = 256 << 10
-
 // pipeBufferSize is the capacity asked of the kernel for the child's output
 // pipes (F_SETPIPE_SZ; the default is 64 KiB). A bigger pipe lets the child
 // run ahead of ds between reads. Failure to enlarge is ignored.
@@ -132,6 +128,67 @@ func (f *framer) emit(b []byte) {
 	f.stats.submit(f.p, payload)
 }
 
+// readFrom makes one read(2) of fd straight into the buffer that holds the
+// pending partial line, at most up to maxFrame bytes in all, and frames what
+// it got by the same rule as write. pass is called with the new bytes
+// before anything of them is submitted (pass-through; the other output's
+// partial line). A frame of at least half the buffer is submitted as the
+// buffer itself, without a copy (the rest of the read starts the next
+// buffer); a smaller one is copied out into a buffer of its size, so a
+// short line never pins a large buffer. It returns read(2)'s result.
+func (f *framer) readFrom(fd int, pass func(b []byte)) (int, error) {
+	if cap(f.pending) < f.maxFrame {
+		f.pending = append(f.newBuffer(), f.pending...)
+	}
+	old := len(f.pending)
+	n, err := unix.Read(fd, f.pending[old:f.maxFrame])
+	if n <= 0 {
+		return n, err
+	}
+	data := f.pending[old : old+n]
+	pass(data)
+	f.pending = f.pending[:old+n]
+	switch j := bytes.LastIndexByte(data, '\n'); {
+	case j >= 0:
+		f.cut(old + j + 1)
+	case len(f.pending) == f.maxFrame:
+		f.cut(f.maxFrame) // a long line is cut at maxFrame
+	case old == 0:
+		f.gen++
+	}
+	return n, err
+}
+
+// newBuffer returns an empty buffer for maxFrame bytes.
+func (f *framer) newBuffer() []byte {
+	if f.alloc != nil {
+		return f.alloc(f.maxFrame)[:0]
+	}
+	return make([]byte, 0, f.maxFrame)
+}
+
+// cut submits pending[:k] as a frame and keeps pending[k:] as the partial
+// line (see readFrom).
+func (f *framer) cut(k int) {
+	buf := f.pending
+	var payload []byte
+	if k >= cap(buf)/2 {
+		payload = buf[:k]
+		f.pending = append(f.newBuffer(), buf[k:]...)
+	} else {
+		if f.alloc != nil {
+			payload = append(f.alloc(k)[:0], buf[:k]...)
+		} else {
+			payload = bytes.Clone(buf[:k])
+		}
+		f.pending = buf[:copy(buf, buf[k:])]
+	}
+	if len(f.pending) > 0 {
+		f.gen++
+	}
+	f.stats.submit(f.p, payload)
+}
+
 // flush submits a pending partial line, if any.
 func (f *framer) flush() {
 	if len(f.pending) > 0 {
@@ -207,7 +264,6 @@ type reader struct {
 	order  [2]*capture
 	exited atomic.Bool
 	done   chan struct{}
-	buf    []byte
 	pfds   [3]unix.PollFd
 	ready  [2]*capture
 
@@ -220,7 +276,7 @@ type reader struct {
 func startReader(caps []*capture, o *Options) *reader {
 	r := &reader{
 		caps: caps, idle: o.IdleFlush, drainIdle: o.DrainIdle, drainTimeout: o.DrainTimeout,
-		wakeFD: -1, notifyFD: -1, done: make(chan struct{}), buf: make([]byte, readBufferSize),
+		wakeFD: -1, notifyFD: -1, done: make(chan struct{}),
 		gate: make(chan struct{}),
 	}
 	if fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err == nil {
@@ -469,13 +525,19 @@ func (r *reader) anyPending() bool {
 // readOnce makes one read of c and handles it. It reports whether it got
 // data.
 func (r *reader) readOnce(c *capture) bool {
-	n, err := unix.Read(c.fd, r.buf)
-	if r.gate != nil && (n > 0 || err != unix.EAGAIN) {
-		<-r.gate
+	n, err := c.fr.readFrom(c.fd, func(b []byte) { r.pass(c, b) })
+	if r.gate != nil && err != unix.EAGAIN {
+		<-r.gate // EOF or an error: nothing was read to hold back
 		r.gate = nil
 	}
 	if err == nil && n > 0 {
-		r.consume(c, r.buf[:n])
+		if c.broken {
+			// The child writes into a pipe nobody reads any more: as
+			// without ds, its next write gets SIGPIPE (or EIO on a pty).
+			c.fr.flush()
+			c.f.Close()
+			c.fd = -1
+		}
 		return true
 	}
 	if err == unix.EAGAIN || err == unix.EINTR {
@@ -488,10 +550,15 @@ func (r *reader) readOnce(c *capture) bool {
 	return false
 }
 
-// consume passes b through and frames it. Before any of it is framed, the
-// partial line of the other output is submitted, so that capture order is
-// read order (at most one output has a partial line at any time).
-func (r *reader) consume(c *capture, b []byte) {
+// pass handles b, just read from c, before it is framed: it waits for the
+// gate, submits the partial line of the other output, so that capture order
+// is read order (at most one output has a partial line at any time), and
+// passes b through.
+func (r *reader) pass(c *capture, b []byte) {
+	if r.gate != nil {
+		<-r.gate
+		r.gate = nil
+	}
 	for _, o := range r.caps {
 		if o != c {
 			o.fr.flush()
@@ -503,14 +570,6 @@ func (r *reader) consume(c *capture, b []byte) {
 			c.w = nil
 			c.broken = errors.Is(err, syscall.EPIPE)
 		}
-	}
-	c.fr.write(b)
-	if c.broken {
-		// The child writes into a pipe nobody reads any more: as without
-		// ds, its next write gets SIGPIPE (or EIO on a pty).
-		c.fr.flush()
-		c.f.Close()
-		c.fd = -1
 	}
 }
 

@@ -1,10 +1,13 @@
 package proc
 
 import (
+	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 )
@@ -89,4 +92,77 @@ func strs(bs [][]byte) []string {
 		out = append(out, string(b))
 	}
 	return out
+}
+
+// framesOf frames chunks with write, or, with viaPipe, by writing each
+// chunk into a pipe and reading it back with readFrom (the reader's
+// zero-copy path), and returns the frames, the final flush included.
+func framesOf(t *testing.T, max int, chunks []string, viaPipe bool) []string {
+	t.Helper()
+	p := &fakeProducer{}
+	id, _ := p.RegisterChannel("x", frames.TextStream())
+	f := newFramer(p, &ChannelStats{ID: id}, max)
+	if !viaPipe {
+		for _, c := range chunks {
+			f.write([]byte(c))
+		}
+		f.flush()
+		return strs(p.payloads("x"))
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	fd := int(r.Fd())
+	if err := unix.SetNonblock(fd, true); err != nil {
+		t.Fatal(err)
+	}
+	var passed strings.Builder
+	for _, c := range chunks {
+		if _, err := w.Write([]byte(c)); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			n, err := f.readFrom(fd, func(b []byte) { passed.Write(b) })
+			if err == unix.EAGAIN || n == 0 {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f.flush()
+	if want := strings.Join(chunks, ""); passed.String() != want {
+		t.Fatalf("passed through %q, want %q", passed.String(), want)
+	}
+	return strs(p.payloads("x"))
+}
+
+// TestFramerReadFrom: the reader's zero-copy read path frames a stream
+// exactly as write does, whatever the chunks, and a payload handed over
+// is never written to again (random chunks, lines and frame sizes).
+func TestFramerReadFrom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 300 {
+		max := 1 + rng.IntN(64)
+		var chunks []string
+		for range 1 + rng.IntN(12) {
+			b := make([]byte, rng.IntN(3*max))
+			for i := range b {
+				b[i] = 'a' + byte(rng.IntN(26))
+				if rng.IntN(8) == 0 {
+					b[i] = '\n'
+				}
+			}
+			chunks = append(chunks, string(b))
+		}
+		want := framesOf(t, max, chunks, false)
+		got := framesOf(t, max, chunks, true)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("trial %d, max %d, chunks %q (-write +readFrom):\n%s", trial, max, chunks, diff)
+		}
+	}
 }

@@ -29,13 +29,17 @@
 // or as a frame of their own once the partial line is IdleFlush old (50 ms by
 // default; a prompt, or a progress bar redrawn with CR, shows up within one
 // drain tick even while it keeps growing), at EOF, or when they reach
-// MaxFrameSize (64 KiB by default): a line of any length is
+// MaxFrameSize (256 KiB by default): a line of any length is
 // split into MaxFrameSize frames and no more than MaxFrameSize bytes are held
 // per channel. Bytes are never altered: CR, CRLF, NUL and invalid UTF-8 pass
-// as they are. Submission never blocks: a frame the producer refuses is
-// counted as dropped in [Result] (Stdout/Stderr/Lifecycle.DroppedFrames) and
-// nothing else happens, so capture never slows the child; only the
-// pass-through writer (the user's terminal) can. If a pass-through writer
+// as they are. A child writing fast gives frames of a whole read (up to
+// MaxFrameSize), handed to the producer in the buffer they were read into,
+// without a copy. Submission blocks only if the Producer does (ds wrap
+// --backpressure, which then slows the child as a pipe would): a frame the
+// producer refuses is counted as dropped in [Result]
+// (Stdout/Stderr/Lifecycle.DroppedFrames) and nothing else happens, so
+// capture never slows the child; only the pass-through writer (the user's
+// terminal) can. If a pass-through writer
 // fails with EPIPE (ds wrap … | head, and head has exited), that stream's
 // pipe is closed so that the child gets SIGPIPE as it would without ds; for
 // that the CLI must catch SIGPIPE with signal.Notify, so that a write to a

@@ -36,8 +36,10 @@ const (
 	// before it is submitted as a frame of its own: half the CLI's 100 ms
 	// drain tick, so a prompt or a progress bar shows up within one tick.
 	DefaultIdleFlush = 50 * time.Millisecond
-	// DefaultMaxFrameSize is the largest text frame in bytes (64 KiB).
-	DefaultMaxFrameSize = 64 << 10
+	// DefaultMaxFrameSize is the largest text frame in bytes (256 KiB),
+	// and so the largest read: a child writing fast gives frames of a whole
+	// read, which go to the producer without a copy (see framer.readFrom).
+	DefaultMaxFrameSize = 256 << 10
 	// DefaultDrainTimeout bounds the wait for the output pipes after the
 	// child has exited.
 	DefaultDrainTimeout = 2 * time.Second

@@ -77,6 +77,14 @@ type WriterOptions struct {
 	// WriterID is the writer identity of the headers, e.g. "ds 0.1.0":
 	// UTF-8 without control characters. "" means DefaultWriterID.
 	WriterID string
+	// StoreWhenBusy, with CompressZstd, stores a closed block as plain
+	// records instead of waiting when every background compressor is busy
+	// (and up to storedBlocks such blocks wait behind them): the writer then
+	// never waits on compression, only on its io.Writer, at the cost of a
+	// larger capture while its producer is faster than zstd. ds wrap sets
+	// it, so that a child writing faster than two cores compress fills no
+	// queue and loses nothing.
+	StoreWhenBusy bool
 	// Rand is the source of segment ids. nil means crypto/rand; tests pass
 	// a deterministic reader to make captures reproducible.
 	Rand io.Reader
@@ -348,6 +356,7 @@ func (w *Writer) WriteFrame(f frames.Frame) error {
 type pendingBlock struct {
 	content  []byte // inner records
 	plainLen int    // their size as plain records
+	stored   bool   // not compressed: written out as plain records
 	body     []byte // the Block record body, once done
 	err      error
 	done     chan struct{}
@@ -361,8 +370,17 @@ func (w *Writer) endBlock() error {
 	if len(w.block) == 0 {
 		return nil
 	}
-	if len(w.pending) >= w.maxPending {
+	// Write out what is already compressed, without waiting.
+	for len(w.pending) > 0 && isDone(w.pending[0]) {
 		if err := w.drainOne(); err != nil {
+			return err
+		}
+	}
+	store := false
+	if n := len(w.pending); n >= w.maxPending {
+		if w.opts.StoreWhenBusy && n < w.maxPending+storedBlocks {
+			store = true
+		} else if err := w.drainOne(); err != nil {
 			return err
 		}
 	}
@@ -375,12 +393,30 @@ func (w *Writer) endBlock() error {
 	p.content, w.block = w.block, p.content[:0]
 	p.plainLen, w.plainLen, w.blockNext = w.plainLen, 0, 0
 	p.done = make(chan struct{})
+	p.stored = store
 	w.pending = append(w.pending, p)
+	if store {
+		close(p.done)
+		return nil
+	}
 	go func() {
 		p.body, p.err = wireformat.AppendBlockBody(p.body[:0], p.content)
 		close(p.done)
 	}()
 	return nil
+}
+
+// storedBlocks bounds the blocks StoreWhenBusy keeps waiting behind the
+// ones being compressed: with 1 MiB blocks, 8 MiB more of memory.
+const storedBlocks = 8
+
+func isDone(p *pendingBlock) bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // flushBlocks closes the open block and writes out every pending one.
@@ -409,7 +445,7 @@ func (w *Writer) drainOne() error {
 		w.err = fmt.Errorf("segments: %w", p.err)
 		return w.err
 	}
-	if len(p.body)+wireformat.RecordOverhead < p.plainLen {
+	if !p.stored && len(p.body)+wireformat.RecordOverhead < p.plainLen {
 		return w.appendRecord(wireformat.Record{Type: wireformat.TypeBlock, Body: p.body})
 	}
 	next := frames.Position(0)
