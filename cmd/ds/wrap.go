@@ -63,7 +63,7 @@ Order: stdout and stderr are read by one loop and passed through and
 recorded in the order CMD wrote them; a partial line of one is recorded
 before data of the other. When both pipes hold data, an inotify watch on
 each tells which was written first. The order is exact while ds keeps up,
-which it does for writes 1 ms or more apart; writes a few microseconds
+which it normally does for writes 1 ms or more apart; writes a few microseconds
 apart, when ds has fallen more than one write behind on a pipe, can come
 out swapped (two pipes carry no time of their own). With --pty both
 streams share one terminal and their order is always exact.
@@ -80,7 +80,8 @@ be made valid is refused.
 
 Time: every drain (each --flush interval while output waits) starts with
 a datastream.clock record read at that moment, so a frame's time in
-ds log --json is at most one --flush interval after it was read.
+ds log --json is at most one --flush interval (and the 2 ms for which
+complete lines may wait to be joined into one frame) after it was read.
 
 -o FILE never replaces an existing file: use --overwrite to replace it, or
 --append to add a stream to an existing capture. A capture that cannot be

@@ -75,8 +75,16 @@ type framer struct {
 	stats    *ChannelStats
 	maxFrame int
 	alloc    func(n int) []byte // Options.Alloc; nil means make
-	pending  []byte             // a partial line: no '\n', len < maxFrame
+	pending  []byte             // a partial line: no '\n', len < maxFrame (but see held)
 	gen      uint64             // counts the times pending went from empty to non-empty
+	// hold makes readFrom keep complete lines (pending[:held]) in the
+	// buffer, while it is less than half full, instead of cutting a frame
+	// at every read: the reader cuts them once they have waited
+	// Options.Coalesce (cutHeld). Fewer, larger frames compress better
+	// (frame headers between lines break zstd's matches) and cost less.
+	hold    bool
+	held    int
+	heldGen uint64 // counts the times held went from 0 to more
 }
 
 func newFramer(p Producer, stats *ChannelStats, maxFrame int) *framer {
@@ -125,6 +133,7 @@ func (f *framer) emit(b []byte) {
 		payload = append(f.pending[:len(f.pending):len(f.pending)], b...)
 	}
 	f.pending = f.pending[:0]
+	f.held = 0
 	f.stats.submit(f.p, payload)
 }
 
@@ -148,15 +157,35 @@ func (f *framer) readFrom(fd int, pass func(b []byte)) (int, error) {
 	data := f.pending[old : old+n]
 	pass(data)
 	f.pending = f.pending[:old+n]
-	switch j := bytes.LastIndexByte(data, '\n'); {
-	case j >= 0:
-		f.cut(old + j + 1)
-	case len(f.pending) == f.maxFrame:
+	k := f.held // the end of the last complete line: where a frame may end
+	if j := bytes.LastIndexByte(data, '\n'); j >= 0 {
+		k = old + j + 1
+	}
+	switch {
+	case len(f.pending) == f.maxFrame && k == 0:
 		f.cut(f.maxFrame) // a long line is cut at maxFrame
-	case old == 0:
+		return n, err
+	case k > f.held && f.hold && k < f.maxFrame/2 && len(f.pending) < f.maxFrame:
+		if f.held == 0 {
+			f.heldGen++
+		}
+		f.held = k
+	case k > 0 && (k > f.held || len(f.pending) == f.maxFrame):
+		f.cut(k)
+		return n, err
+	}
+	if old == 0 {
 		f.gen++
 	}
 	return n, err
+}
+
+// cutHeld submits the complete lines readFrom holds, if any; the partial
+// line after them stays.
+func (f *framer) cutHeld() {
+	if f.held > 0 {
+		f.cut(f.held)
+	}
 }
 
 // newBuffer returns an empty buffer for maxFrame bytes.
@@ -183,6 +212,7 @@ func (f *framer) cut(k int) {
 		}
 		f.pending = buf[:copy(buf, buf[k:])]
 	}
+	f.held = 0
 	if len(f.pending) > 0 {
 		f.gen++
 	}
@@ -210,6 +240,9 @@ type capture struct {
 	fd    int       // f's descriptor while the reader polls it; -1 at EOF or once closed
 	since time.Time // when the current partial line began (idle flush)
 	gen   uint64    // fr.gen at since
+	// heldSince is when fr began to hold complete lines (Coalesce).
+	heldSince time.Time
+	heldGen   uint64 // fr.heldGen at heldSince
 	// broken: the pass-through writer failed with EPIPE; reading ends and
 	// the file is closed so that the child sees the broken pipe too.
 	broken bool
@@ -220,6 +253,7 @@ func newCapture(name string, f *os.File, w io.Writer, p Producer, ch frames.Chan
 	c.stats.ID = ch
 	c.fr = newFramer(p, &c.stats, o.MaxFrameSize)
 	c.fr.alloc = o.Alloc
+	c.fr.hold = o.Coalesce > 0
 	return c
 }
 
@@ -247,7 +281,8 @@ const (
 // child's exit. After the exit the same poll timeout enforces DrainIdle and
 // DrainTimeout (see the package doc, Draining).
 type reader struct {
-	caps         []*capture // in read order: stdout, then stderr
+	caps         []*capture    // in read order: stdout, then stderr
+	hold         time.Duration // Options.Coalesce; <= 0: none
 	idle         time.Duration
 	drainIdle    time.Duration // <= 0: wait for EOF or drainTimeout
 	drainTimeout time.Duration
@@ -275,7 +310,7 @@ type reader struct {
 // startReader starts the reader goroutine of caps (in read order).
 func startReader(caps []*capture, o *Options) *reader {
 	r := &reader{
-		caps: caps, idle: o.IdleFlush, drainIdle: o.DrainIdle, drainTimeout: o.DrainTimeout,
+		caps: caps, hold: o.Coalesce, idle: o.IdleFlush, drainIdle: o.DrainIdle, drainTimeout: o.DrainTimeout,
 		wakeFD: -1, notifyFD: -1, done: make(chan struct{}),
 		gate: make(chan struct{}),
 	}
@@ -441,8 +476,24 @@ func (r *reader) run() {
 		}
 		timeout := time.Duration(-1) // none
 		var now time.Time
-		if exited || r.idle > 0 && r.anyPending() {
+		if exited || (r.idle > 0 || r.hold > 0) && r.anyPending() {
 			now = time.Now()
+		}
+		if r.hold > 0 {
+			for _, c := range r.caps {
+				if c.fr.held == 0 {
+					continue
+				}
+				if c.fr.heldGen != c.heldGen {
+					c.heldGen, c.heldSince = c.fr.heldGen, now
+				}
+				left := c.heldSince.Add(r.hold).Sub(now)
+				if left <= 0 {
+					c.fr.cutHeld()
+					continue
+				}
+				timeout = minTimeout(timeout, left)
+			}
 		}
 		if r.idle > 0 {
 			for _, c := range r.caps {

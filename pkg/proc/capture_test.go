@@ -97,11 +97,12 @@ func strs(bs [][]byte) []string {
 // framesOf frames chunks with write, or, with viaPipe, by writing each
 // chunk into a pipe and reading it back with readFrom (the reader's
 // zero-copy path), and returns the frames, the final flush included.
-func framesOf(t *testing.T, max int, chunks []string, viaPipe bool) []string {
+func framesOf(t *testing.T, max int, chunks []string, viaPipe, hold bool) []string {
 	t.Helper()
 	p := &fakeProducer{}
 	id, _ := p.RegisterChannel("x", frames.TextStream())
 	f := newFramer(p, &ChannelStats{ID: id}, max)
+	f.hold = hold
 	if !viaPipe {
 		for _, c := range chunks {
 			f.write([]byte(c))
@@ -159,10 +160,23 @@ func TestFramerReadFrom(t *testing.T) {
 			}
 			chunks = append(chunks, string(b))
 		}
-		want := framesOf(t, max, chunks, false)
-		got := framesOf(t, max, chunks, true)
+		want := framesOf(t, max, chunks, false, false)
+		got := framesOf(t, max, chunks, true, false)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("trial %d, max %d, chunks %q (-write +readFrom):\n%s", trial, max, chunks, diff)
+		}
+		// Holding complete lines (Coalesce; never cut by time here) gives
+		// the same bytes in no more frames, each ending at a newline
+		// unless it is a full frame or the final flush.
+		held := framesOf(t, max, chunks, true, true)
+		if strings.Join(held, "") != strings.Join(want, "") || len(held) > len(want) {
+			t.Fatalf("trial %d: holding gave %q, without %q", trial, held, want)
+		}
+		for i := 0; i+1 < len(held); i++ {
+			fr := held[i]
+			if !strings.HasSuffix(fr, "\n") && len(fr) != max {
+				t.Fatalf("trial %d: held frame %d %q ends mid-line", trial, i, fr)
+			}
 		}
 	}
 }

@@ -377,10 +377,15 @@ func (w *Writer) endBlock() error {
 		}
 	}
 	store := false
-	if n := len(w.pending); n >= w.maxPending {
-		if w.opts.StoreWhenBusy && n < w.maxPending+storedBlocks {
-			store = true
-		} else if err := w.drainOne(); err != nil {
+	switch n := len(w.pending); {
+	case w.opts.StoreWhenBusy && n >= busyBlocks+storedBlocks:
+		if err := w.drainOne(); err != nil { // bounded memory: wait after all
+			return err
+		}
+	case w.opts.StoreWhenBusy:
+		store = w.compressing() >= busyBlocks
+	case n >= w.maxPending:
+		if err := w.drainOne(); err != nil {
 			return err
 		}
 	}
@@ -406,9 +411,26 @@ func (w *Writer) endBlock() error {
 	return nil
 }
 
-// storedBlocks bounds the blocks StoreWhenBusy keeps waiting behind the
-// ones being compressed: with 1 MiB blocks, 8 MiB more of memory.
-const storedBlocks = 8
+// With StoreWhenBusy, up to busyBlocks blocks are compressed at once
+// (more than the cores: a block waits for a core rather than being stored
+// at the first burst), and a block is stored plain only when that many are
+// still being compressed; storedBlocks bounds the stored blocks waiting
+// behind them. With 1 MiB blocks that is at most 16 MiB of blocks.
+const (
+	busyBlocks   = 8
+	storedBlocks = 8
+)
+
+// compressing counts the pending blocks still being compressed.
+func (w *Writer) compressing() int {
+	n := 0
+	for _, p := range w.pending {
+		if !p.stored && !isDone(p) {
+			n++
+		}
+	}
+	return n
+}
 
 func isDone(p *pendingBlock) bool {
 	select {
