@@ -372,7 +372,13 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 		c.closeFile()
 		return nil, err
 	}
-	c.w, err = segments.NewWriter(w, desc, c.endpoint.Catalog(), segments.WriterOptions{Compression: comp, WriterID: "ds " + dsVersion(), StoreWhenBusy: true})
+	c.w, err = segments.NewWriter(w, desc, c.endpoint.Catalog(), segments.WriterOptions{
+		Compression: comp, WriterID: "ds " + dsVersion(),
+		// Never wait on zstd, and store blocks plain while the queue is
+		// over a quarter full: a capture larger than it could be, rather
+		// than output dropped.
+		StoreWhenBusy: true, Busy: func() bool { return c.endpoint.QueueFill() > 0.25 },
+	})
 	if err != nil {
 		c.closeFile()
 		return nil, err

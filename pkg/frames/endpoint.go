@@ -151,6 +151,18 @@ func (e *Endpoint) register(name string, label *string, content ChannelContent) 
 // Pending returns how many submissions wait for the next tick.
 func (e *Endpoint) Pending() int { return e.mux.Pending() }
 
+// QueueFill returns how full the mux queue is, from 0 to 1: the larger of
+// its fill in frames and in bytes. A producer loop can use it to shed work
+// of its own (ds wrap stores blocks uncompressed) before the queue is full
+// and submissions are dropped.
+func (e *Endpoint) QueueFill() float64 {
+	f := float64(e.mux.Pending()) / float64(e.mux.Capacity())
+	if mb := e.mux.MaxBytes(); mb > 0 {
+		f = max(f, float64(e.mux.PendingBytes())/float64(mb))
+	}
+	return f
+}
+
 // Tick drains the mux once and offers the batch to every subscriber
 // (spec §6.2). A subscriber whose queue is full loses its own copies; a
 // closed subscriber loses the whole batch and is removed (CONFORMANCE

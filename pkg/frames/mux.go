@@ -185,6 +185,17 @@ func (m *Mux) Pending() int {
 	return len(m.queue)
 }
 
+// PendingBytes returns the payload bytes of the submissions waiting for the
+// next drain.
+func (m *Mux) PendingBytes() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.bytes
+}
+
+// MaxBytes returns the queue's bound in payload bytes; 0 means none.
+func (m *Mux) MaxBytes() int { return m.maxBytes }
+
 // Drain takes every queued submission, assigns positions in queue order and
 // returns the frames (spec §4.4 step 4). It is DrainInto(nil).
 func (m *Mux) Drain() []Frame { return m.DrainInto(nil) }

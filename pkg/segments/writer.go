@@ -85,6 +85,11 @@ type WriterOptions struct {
 	// it, so that a child writing faster than two cores compress fills no
 	// queue and loses nothing.
 	StoreWhenBusy bool
+	// Busy, with StoreWhenBusy, is asked at each closed block whether the
+	// writer's producer is falling behind (ds wrap: its queue is over a
+	// quarter full); a true answer stores the block plain, so that the
+	// writer catches up before anything is dropped. nil means never.
+	Busy func() bool
 	// Rand is the source of segment ids. nil means crypto/rand; tests pass
 	// a deterministic reader to make captures reproducible.
 	Rand io.Reader
@@ -383,7 +388,7 @@ func (w *Writer) endBlock() error {
 			return err
 		}
 	case w.opts.StoreWhenBusy:
-		store = w.compressing() >= busyBlocks
+		store = w.compressing() >= busyBlocks || w.opts.Busy != nil && w.opts.Busy()
 	case n >= w.maxPending:
 		if err := w.drainOne(); err != nil {
 			return err
