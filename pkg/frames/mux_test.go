@@ -349,3 +349,27 @@ func TestMuxSubmitWait(t *testing.T) {
 		t.Fatalf("done must refuse and count: dropped %d", m.Dropped())
 	}
 }
+
+// TestEndpointQueueFill: the fill is the larger of frames and bytes.
+func TestEndpointQueueFill(t *testing.T) {
+	e := NewEndpoint(StreamDescriptor{Stream: StreamID{Node: "n", Life: 1}}, EndpointOptions{MuxCapacity: 4, MuxMaxBytes: 100})
+	ch, err := e.RegisterChannel("x", TextStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := e.QueueFill(); f != 0 {
+		t.Fatalf("empty queue: fill %v", f)
+	}
+	e.Producer().SubmitBytes(ch, make([]byte, 10))
+	if f := e.QueueFill(); f != 0.25 {
+		t.Fatalf("1 of 4 frames, 10 of 100 bytes: fill %v, want 0.25", f)
+	}
+	e.Producer().SubmitBytes(ch, make([]byte, 70))
+	if f := e.QueueFill(); f != 0.8 {
+		t.Fatalf("2 of 4 frames, 80 of 100 bytes: fill %v, want 0.8", f)
+	}
+	e.Tick()
+	if f := e.QueueFill(); f != 0 {
+		t.Fatalf("after a tick: fill %v", f)
+	}
+}
