@@ -24,10 +24,15 @@ child() { # child DELAY: the alternating writer as a sh script
 		echo "i=0; while [ \$i -lt $pairs ]; do echo out\$i; sleep $1; echo err\$i >&2; sleep $1; i=\$((i+1)); done"
 	fi
 }
+# inversions FILE: how many lines follow a line that was written later
+# (line out$i is the 2i-th write, err$i the 2i+1-th).
+inversions() {
+	awk '{ n = substr($0, 4) * 2 + ($0 ~ /^err/); if (NR > 1 && n < last) c++; last = n } END { print c + 0 }' "$1"
+}
 for d in "$delay" 0; do
 	script=$(child "$d")
 	sh -c "$script" > "$work/plain.txt" 2>&1
-	kept_pass=0 kept_log=0 lines_pass=0 lines_log=0 total=0
+	kept_pass=0 kept_log=0 lines_pass=0 lines_log=0 total=0 inv_pass=0 inv_log=0
 	for i in $(seq "$runs"); do
 		"$ds" wrap --label alt --overwrite -o "$work/o.dss" -- sh -c "$script" > "$work/pass.txt" 2>&1
 		"$ds" log --cat -c proc.alt.stdout -c proc.alt.stderr "$work/o.dss" > "$work/log.txt"
@@ -37,6 +42,9 @@ for d in "$delay" 0; do
 		lines_pass=$((lines_pass + $(paste -d'|' "$work/pass.txt" "$work/plain.txt" | awk -F'|' '$1 == $2' | wc -l)))
 		lines_log=$((lines_log + $(paste -d'|' "$work/log.txt" "$work/plain.txt" | awk -F'|' '$1 == $2' | wc -l)))
 		total=$((total + 2 * pairs))
+		# Adjacent lines swapped: a line that comes before one written earlier.
+		inv_pass=$((inv_pass + $(inversions "$work/pass.txt")))
+		inv_log=$((inv_log + $(inversions "$work/log.txt")))
 	done
-	echo "delay ${d}s: plain order kept in $kept_pass/$runs runs (pass-through), $kept_log/$runs runs (ds log); lines in place: $(echo "scale=4; $lines_pass / $total" | bc) (pass-through), $(echo "scale=4; $lines_log / $total" | bc) (ds log)"
+	echo "delay ${d}s: plain order kept in $kept_pass/$runs runs (pass-through), $kept_log/$runs runs (ds log); lines in place: $(echo "scale=4; $lines_pass / $total" | bc) (pass-through), $(echo "scale=4; $lines_log / $total" | bc) (ds log); lines after a later one: $(echo "scale=4; $inv_pass / $total" | bc) (pass-through), $(echo "scale=4; $inv_log / $total" | bc) (ds log)"
 done
