@@ -88,17 +88,28 @@ func (m *Mux) Capacity() int { return m.capacity }
 // submission (see [DrainHooks.Loss]), so a drainer can account for the loss
 // in place.
 func (m *Mux) Submit(ch ChannelID, payload []byte) bool {
+	return m.submit(ch, payload, false)
+}
+
+// submit queues payload unless the mux is closed or, when not reserved, the
+// queue has no room; a refusal is counted and placed.
+func (m *Mux) submit(ch ChannelID, payload []byte, reserved bool) bool {
 	m.mu.Lock()
-	if len(m.queue) >= m.capacity || m.closed ||
-		(m.maxBytes > 0 && len(m.queue) > 0 && m.bytes+len(payload) > m.maxBytes) {
+	defer m.mu.Unlock()
+	if m.closed || !reserved && !m.roomLocked(len(payload)) {
 		m.refuseLocked(len(payload))
-		m.mu.Unlock()
 		return false
 	}
 	m.queue = append(m.queue, pending{channel: ch, payload: payload})
 	m.bytes += len(payload)
-	m.mu.Unlock()
 	return true
+}
+
+// roomLocked reports whether the queue takes a payload of n bytes: it
+// holds fewer than capacity frames, and the bytes stay within maxBytes (an
+// empty queue takes any size, so that no payload is refused for ever).
+func (m *Mux) roomLocked(n int) bool {
+	return len(m.queue) < m.capacity && (m.maxBytes <= 0 || len(m.queue) == 0 || m.bytes+n <= m.maxBytes)
 }
 
 // SubmitReserved queues payload on ch whatever the queue holds: it is the
@@ -109,16 +120,7 @@ func (m *Mux) Submit(ch ChannelID, payload []byte) bool {
 // it. It refuses (false, counted) only after [Mux.Close]. A caller must
 // bound its own rate: nothing else does.
 func (m *Mux) SubmitReserved(ch ChannelID, payload []byte) bool {
-	m.mu.Lock()
-	if m.closed {
-		m.refuseLocked(len(payload))
-		m.mu.Unlock()
-		return false
-	}
-	m.queue = append(m.queue, pending{channel: ch, payload: payload})
-	m.bytes += len(payload)
-	m.mu.Unlock()
-	return true
+	return m.submit(ch, payload, true)
 }
 
 // SubmitWait is Submit that waits for room instead of dropping when the
@@ -135,7 +137,7 @@ func (m *Mux) SubmitWait(ch ChannelID, payload []byte, done <-chan struct{}) boo
 			m.mu.Unlock()
 			return false
 		}
-		if len(m.queue) < m.capacity && (m.maxBytes <= 0 || len(m.queue) == 0 || m.bytes+len(payload) <= m.maxBytes) {
+		if m.roomLocked(len(payload)) {
 			m.queue = append(m.queue, pending{channel: ch, payload: payload})
 			m.bytes += len(payload)
 			m.mu.Unlock()

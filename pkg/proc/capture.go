@@ -479,36 +479,20 @@ func (r *reader) run() {
 		if exited || (r.idle > 0 || r.hold > 0) && r.anyPending() {
 			now = time.Now()
 		}
-		if r.hold > 0 {
-			for _, c := range r.caps {
-				if c.fr.held == 0 {
-					continue
-				}
-				if c.fr.heldGen != c.heldGen {
-					c.heldGen, c.heldSince = c.fr.heldGen, now
-				}
-				left := c.heldSince.Add(r.hold).Sub(now)
-				if left <= 0 {
+		for _, c := range r.caps {
+			if r.hold > 0 && c.fr.held > 0 {
+				if left, ok := due(&c.heldSince, &c.heldGen, c.fr.heldGen, r.hold, now); ok {
 					c.fr.cutHeld()
-					continue
+				} else {
+					timeout = minTimeout(timeout, left)
 				}
-				timeout = minTimeout(timeout, left)
 			}
-		}
-		if r.idle > 0 {
-			for _, c := range r.caps {
-				if len(c.fr.pending) == 0 {
-					continue
-				}
-				if c.fr.gen != c.gen {
-					c.gen, c.since = c.fr.gen, now
-				}
-				left := c.since.Add(r.idle).Sub(now)
-				if left <= 0 {
+			if r.idle > 0 && len(c.fr.pending) > 0 {
+				if left, ok := due(&c.since, &c.gen, c.fr.gen, r.idle, now); ok {
 					c.fr.flush()
-					continue
+				} else {
+					timeout = minTimeout(timeout, left)
 				}
-				timeout = minTimeout(timeout, left)
 			}
 		}
 		npoll := n
@@ -652,6 +636,17 @@ func (r *reader) drainAvailable() {
 			}
 		}
 	}
+}
+
+// due is one timer of a capture (Coalesce, IdleFlush): it restarts at now
+// when the framer's generation gen moved past seen, and reports whether d
+// has passed since, or else how much of d is left.
+func due(since *time.Time, seen *uint64, gen uint64, d time.Duration, now time.Time) (time.Duration, bool) {
+	if gen != *seen {
+		*seen, *since = gen, now
+	}
+	left := since.Add(d).Sub(now)
+	return left, left <= 0
 }
 
 // minTimeout returns the smaller of two poll timeouts; negative means none.
