@@ -463,14 +463,7 @@ func (r *reader) run() {
 	exited := false
 	var exitAt, lastData time.Time
 	for {
-		n := 0
-		for _, c := range r.caps {
-			if c.fd >= 0 {
-				r.pfds[n] = unix.PollFd{Fd: int32(c.fd), Events: unix.POLLIN}
-				r.ready[n] = c
-				n++
-			}
-		}
+		n := r.pollSet()
 		if n == 0 {
 			break // every output at EOF
 		}
@@ -608,18 +601,25 @@ func (r *reader) pass(c *capture, b []byte) {
 	}
 }
 
+// pollSet fills pfds and ready with the outputs still open and returns
+// how many there are.
+func (r *reader) pollSet() int {
+	n := 0
+	for _, c := range r.caps {
+		if c.fd >= 0 {
+			r.pfds[n] = unix.PollFd{Fd: int32(c.fd), Events: unix.POLLIN}
+			r.ready[n] = c
+			n++
+		}
+	}
+	return n
+}
+
 // drainAvailable reads what is already in the outputs without waiting, in
 // at most finalDrainReads poll rounds.
 func (r *reader) drainAvailable() {
 	for range finalDrainReads {
-		n := 0
-		for _, c := range r.caps {
-			if c.fd >= 0 {
-				r.pfds[n] = unix.PollFd{Fd: int32(c.fd), Events: unix.POLLIN}
-				r.ready[n] = c
-				n++
-			}
-		}
+		n := r.pollSet()
 		if n == 0 {
 			return
 		}
