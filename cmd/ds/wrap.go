@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -60,13 +61,16 @@ slow it, and nothing is dropped. Lifecycle, health and clock records are
 never dropped.
 
 Order: stdout and stderr are read by one loop and passed through and
-recorded in the order CMD wrote them; a partial line of one is recorded
+recorded in the order ds reads them; a partial line of one is recorded
 before data of the other. When both pipes hold data, an inotify watch on
-each tells which was written first. The order is exact while ds keeps up,
-which it normally does for writes 1 ms or more apart; writes a few microseconds
-apart, when ds has fallen more than one write behind on a pipe, can come
-out swapped (two pipes carry no time of their own). With --pty both
-streams share one terminal and their order is always exact.
+each tells which was written to first. That order is the order CMD wrote
+in while ds reads each write before the next two arrive: on an idle
+machine, for writes 1 ms or more apart. Writes a few microseconds apart
+(a shell's echo builtins: sh -c 'echo a; echo b >&2; echo c'), or a
+machine so busy that ds does not run for a millisecond, can come out
+reordered: two pipes carry no time of their own, and the kernel lets a
+writer run on before it wakes the reader. With --pty both streams share
+one terminal and their order is always exact (but they are one channel).
 
 Process tree: ds is a subreaper for CMD's descendants (and, as PID 1,
 reaps every orphan, as tini does). When it escalates to KILL (after
@@ -74,9 +78,12 @@ reaps every orphan, as tini does). When it escalates to KILL (after
 CMD. After CMD exits, ds reads its pipes until they close or stay quiet for
 100 ms; a background process still holding them is named in a
 drain_timeout lifecycle record. A script without #! runs under /bin/sh, as
-execvp(3) does. Labels are [a-z0-9_-] and need a letter or digit: other
-bytes are rewritten to _ (said once on stderr), and a label that cannot
-be made valid is refused.
+sh and env do (a file that looks binary, with a NUL in its first line,
+is refused with 126, as bash does). After CMD exits, the pipes are read
+for at most 2 s (a background process that keeps writing). Labels are
+[a-z0-9_-], lower-cased; other bytes are rewritten to _ and leading or
+trailing _ trimmed (said once on stderr); a label that then has no letter
+or digit, or starts with -, is refused.
 
 Time: every drain (each --flush interval while output waits) starts with
 a datastream.clock record read at that moment, so a frame's time in
@@ -90,7 +97,12 @@ output through, and ds wrap exits 125 at the end.
 
 Captures written to files are zstd-compressed by default (--compress
 auto); a capture written to stdout, a pipe or a device is not, unless
-asked.
+asked. A command that writes faster than zstd compresses on this
+machine's cores (cat of a large cached file: about 1 GB/s on two cores)
+gets the blocks zstd cannot keep up with stored uncompressed, in the same
+capture, rather than its output dropped: such a capture can be several
+times larger than zstd -3 of the text. With --backpressure every block is
+compressed, and the command runs at the speed of compression.
 
 With -o - the capture goes to stdout and CMD's stdout is not passed through.`,
 		Flags: []cli.Flag{
@@ -180,6 +192,9 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 			popts.Stdout = stdout
 		}
 	}
+	if cap.toStdout {
+		popts.StdoutGone = cap.gone.Load
+	}
 	sigs := make(chan os.Signal, 8)
 	// SIGPIPE is caught too (proc does not forward it): a reader of ds's
 	// stdout that goes away (ds wrap … | head) must not kill ds before the
@@ -190,7 +205,10 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 	res, runErr := proc.Run(ctx, popts)
 	cerr := cap.finish()
 	cap.warnLoss(c.Root().ErrWriter)
-	if cerr != nil {
+	warnPassThrough(c.Root().ErrWriter, res)
+	if cerr != nil && !(cap.toStdout && errors.Is(cerr, syscall.EPIPE)) {
+		// (-o - into a pipe whose reader went away is cmd | head: the
+		// command's status, nothing said.)
 		return fmt.Errorf("capture %s: %w (the command exited with status %d)", cap.name, cerr, res.ExitCode)
 	}
 	var se *proc.StartError
@@ -204,6 +222,21 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 		return &statusError{code: res.ExitCode}
 	}
 	return nil
+}
+
+// warnPassThrough says once on stderr that CMD's output could not all be
+// passed through (ds wrap > /dev/full, a closed stdout): without ds the
+// command would have seen the error itself. EPIPE is not said: the command
+// got its SIGPIPE as without ds.
+func warnPassThrough(stderr io.Writer, res proc.Result) {
+	for _, ch := range []struct {
+		name string
+		err  error
+	}{{"stdout", res.Stdout.PassThroughErr}, {"stderr", res.Stderr.PassThroughErr}} {
+		if ch.err != nil && !errors.Is(ch.err, syscall.EPIPE) {
+			fmt.Fprintf(stderr, "ds: warning: passing the command's %s through failed (%v); from then on it was only recorded\n", ch.name, ch.err)
+		}
+	}
 }
 
 // wrapError is a failure of ds wrap itself: exit 125.
@@ -244,8 +277,9 @@ type captureOptions struct {
 
 // capture drains an endpoint into a segments.Writer every Flush interval.
 type capture struct {
-	stderr   io.Writer // where a write failure is reported at once
-	busy     int       // pending frames that make the loop drain before the interval
+	stderr   io.Writer   // where a write failure is reported at once
+	gone     atomic.Bool // -o -: the capture's reader went away (EPIPE)
+	busy     int         // pending frames that make the loop drain before the interval
 	name     string
 	toStdout bool
 	file     *os.File // nil for stdout
@@ -374,19 +408,22 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 	}
 	c.w, err = segments.NewWriter(w, desc, c.endpoint.Catalog(), segments.WriterOptions{
 		Compression: comp, WriterID: "ds " + dsVersion(),
-		// Never wait on zstd, and store blocks plain while the queue is
-		// over a quarter full: a capture larger than it could be, rather
-		// than output dropped.
-		StoreWhenBusy: true, Busy: func() bool { return c.endpoint.QueueFill() > 0.25 },
+		// By default never wait on zstd, and store blocks plain while the
+		// queue is over a quarter full: a capture larger than it could be,
+		// rather than output dropped. With --backpressure the child waits
+		// for compression instead, and every block is compressed.
+		StoreWhenBusy: !o.Backpressure, Busy: func() bool { return c.endpoint.QueueFill() > 0.25 },
 	})
 	if err != nil {
 		c.closeFile()
 		return nil, err
 	}
-	c.clock.Emit()
-	// A first health record, so that every capture, even one cut short,
-	// says what its writer accounted (all zeros until something is lost).
+	// The first batch, drained now: the clock record of the start and a
+	// first health record, so that every capture, even one cut short, says
+	// when it began and what its writer accounted (zeros until something
+	// is lost). Every later frame is in a batch of its own clock record.
 	c.endpoint.SubmitHealth()
+	c.endpoint.Tick()
 	go c.loop(o.Flush)
 	return c, nil
 }
@@ -507,7 +544,14 @@ func (c *capture) loop(interval time.Duration) {
 		c.endpoint.Tick()
 		if e := c.write(flush); e != nil && err == nil {
 			err = e // sticky in the writer too
-			fmt.Fprintf(c.stderr, "ds: capture %s: %v; the command goes on and its output is still passed through, but is no longer recorded (ds wrap will exit 125)\n", c.name, e)
+			if c.toStdout && errors.Is(e, syscall.EPIPE) {
+				// As in cmd | head: the command's stdout now leads into
+				// a pipe nobody reads, its next write gets SIGPIPE, and
+				// nothing is said.
+				c.gone.Store(true)
+			} else {
+				fmt.Fprintf(c.stderr, "ds: capture %s: %v; the command goes on and its output is still passed through, but is no longer recorded (ds wrap will exit 125)\n", c.name, e)
+			}
 		}
 		h := c.endpoint.Health()
 		if lossChanged(h, last) || (busy && now.Sub(lastHealth) >= time.Second) {
@@ -586,8 +630,10 @@ func (c *capture) finish() error {
 	if e := c.write(true); err == nil {
 		err = e
 	}
+	// The last batch: a health record after everything, headed by the
+	// clock record of the end (read at that drain, so clock records never
+	// go back in position order).
 	c.endpoint.SubmitHealth()
-	c.clock.Emit()
 	c.endpoint.End()
 	if e := c.write(true); err == nil {
 		err = e

@@ -17,7 +17,7 @@ const DefaultSubscriberCapacity = 1024
 // bytes per event.
 const MaxSubscriberCapacity = MaxMuxCapacity + 1<<16
 
-// DefaultMuxMaxBytes is the payload bytes an endpoint's mux queue holds
+// DefaultMuxMaxBytes is the payload memory an endpoint's mux queue holds
 // when EndpointOptions.MuxMaxBytes is 0: 128 MiB, 128 ms of a child
 // writing 1 GB/s. Measured with ds wrap -- cat of a 1 GiB cached file on
 // two cores: 64 MiB dropped frames in most runs (the writer stalls for
@@ -72,6 +72,10 @@ type Endpoint struct {
 	batch []Frame
 	ended bool
 	hooks DrainHooks // set by NewClock (Head) and EnableHealth (Loss)
+	// healthDue: SubmitHealth asked for a health record at the next tick;
+	// healthCh is its channel.
+	healthDue bool
+	healthCh  ChannelID
 
 	drained        atomic.Uint64
 	bitbucketed    atomic.Uint64
@@ -171,7 +175,12 @@ func (e *Endpoint) QueueFill() float64 {
 func (e *Endpoint) Tick() TickReport {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.batch = e.mux.DrainWith(e.batch[:0], e.hooks)
+	hooks := e.hooks
+	if e.healthDue {
+		e.healthDue = false
+		hooks.Tail = func(m LossMark) (ChannelID, []byte) { return e.healthCh, e.healthAt(m, nil) }
+	}
+	e.batch = e.mux.DrainWith(e.batch[:0], hooks)
 	batch := e.batch
 	rep := TickReport{Drained: len(batch), Subscribers: len(e.subs)}
 	e.drained.Add(uint64(len(batch)))

@@ -132,22 +132,56 @@ func (c *Clock) head() (ChannelID, []byte) {
 	return c.ch, b
 }
 
-// SubmitHealth submits the endpoint's current [Health] on datastream.health
-// (a JSON record channel with schema "datastream.health"), registering the
-// channel on first use, through the reserved lane: a health record is never
-// dropped for a full queue. The record describes the stream up to, not
-// including, itself. It returns the registration or encoding error, if any,
-// and whether the record was accepted.
+// SubmitHealth makes the next tick write the endpoint's [Health] on
+// datastream.health (a JSON record channel with schema
+// "datastream.health"), registering the channel on first use. The record
+// is made at drain time and placed after the batch, so it counts exactly
+// the positions and the losses placed before it, and its counters never go
+// back from one health record to the next; it is never dropped for a full
+// queue. It returns the registration error, if any, and whether a record
+// will be written (false once the stream has ended).
 func (e *Endpoint) SubmitHealth() (bool, error) {
 	ch, err := e.RegisterRecord(HealthChannel)
 	if err != nil {
 		return false, err
 	}
-	b, err := EncodeRecord(e.Health())
-	if err != nil {
-		return false, err
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ended {
+		return false, nil
 	}
-	return e.Producer().SubmitReserved(ch, b), nil
+	e.healthCh, e.healthDue = ch, true
+	return true, nil
+}
+
+// healthAt encodes the health record placed at m (a drain hook; e.mu is
+// held by the tick): positions and placed losses are those before m, the
+// other counters are read now. loss, if set, makes it a loss record.
+func (e *Endpoint) healthAt(m LossMark, loss *Loss) []byte {
+	h := Health{
+		Assigned:          uint64(m.Position),
+		Drained:           uint64(m.Position),
+		MuxDropped:        m.Total,
+		MuxDroppedBytes:   m.TotalBytes,
+		UnknownChannel:    e.unknownChannel.Load(),
+		Bitbucketed:       e.bitbucketed.Load(),
+		SubscriberDropped: e.subDropped.Load(),
+		Pending:           uint64(e.mux.Pending()),
+		Subscribers:       []SubscriberHealth{},
+		Loss:              loss,
+	}
+	if e.hooks.Loss == nil {
+		// Losses are not placed: count every refusal so far.
+		h.MuxDropped, h.MuxDroppedBytes = e.mux.Dropped(), e.mux.DroppedBytes()
+	}
+	for _, s := range e.subs {
+		h.Subscribers = append(h.Subscribers, SubscriberHealth{Name: s.name, Dropped: s.Dropped()})
+	}
+	b, err := EncodeRecord(h)
+	if err != nil {
+		panic("frames: encode health record: " + err.Error()) // numbers and names only
+	}
+	return b
 }
 
 // EnableHealth registers datastream.health and makes every later tick
@@ -164,21 +198,7 @@ func (e *Endpoint) EnableHealth() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.hooks.Loss = func(m LossMark) (ChannelID, []byte) {
-		h := Health{
-			Assigned:          uint64(m.Position),
-			Drained:           uint64(m.Position),
-			MuxDropped:        m.Total,
-			UnknownChannel:    e.unknownChannel.Load(),
-			Bitbucketed:       e.bitbucketed.Load(),
-			SubscriberDropped: e.subDropped.Load(),
-			Subscribers:       []SubscriberHealth{},
-			Loss:              &Loss{Frames: m.Frames, Bytes: m.Bytes, Reason: LossQueueFull},
-		}
-		b, err := EncodeRecord(h)
-		if err != nil {
-			panic("frames: encode health record: " + err.Error()) // numbers only
-		}
-		return ch, b
+		return ch, e.healthAt(m, &Loss{Frames: m.Frames, Bytes: m.Bytes, Reason: LossQueueFull})
 	}
 	return nil
 }

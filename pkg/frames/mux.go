@@ -37,7 +37,7 @@ type Mux struct {
 
 	mu     sync.Mutex
 	queue  []pending
-	bytes  int    // payload bytes queued; guarded by mu
+	bytes  int    // capacity of the payloads queued; guarded by mu
 	next   uint64 // next position to assign; guarded by mu
 	closed bool   // guarded by mu
 	// headLoss counts refusals that found the queue empty (only a closed
@@ -64,11 +64,14 @@ func NewMux(capacity int) *Mux {
 }
 
 // NewMuxBytes is NewMux with a second bound: the queue also refuses a
-// submission that would take its payload bytes past maxBytes (a single
-// payload larger than maxBytes is accepted into an empty queue, so that no
-// size is refused for ever). maxBytes ≤ 0 means no byte bound. A bound in
-// bytes is what keeps a producer of large frames (ds wrap's 64 KiB output
-// frames) from queueing gigabytes while a slow consumer catches up.
+// submission that would take the memory of its payloads past maxBytes (a
+// single payload larger than maxBytes is accepted into an empty queue, so
+// that no size is refused for ever). A payload counts for its capacity,
+// not its length: what it holds in memory (ds wrap hands over read buffers
+// that may be up to twice their payload). maxBytes ≤ 0 means no byte
+// bound. A bound in bytes is what keeps a producer of large frames (ds
+// wrap's output frames of up to 256 KiB) from queueing gigabytes while a
+// slow consumer catches up.
 func NewMuxBytes(capacity, maxBytes int) *Mux {
 	m := NewMux(capacity)
 	m.maxBytes = max(maxBytes, 0)
@@ -96,12 +99,12 @@ func (m *Mux) Submit(ch ChannelID, payload []byte) bool {
 func (m *Mux) submit(ch ChannelID, payload []byte, reserved bool) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || !reserved && !m.roomLocked(len(payload)) {
+	if m.closed || !reserved && !m.roomLocked(cap(payload)) {
 		m.refuseLocked(len(payload))
 		return false
 	}
 	m.queue = append(m.queue, pending{channel: ch, payload: payload})
-	m.bytes += len(payload)
+	m.bytes += cap(payload)
 	return true
 }
 
@@ -137,9 +140,9 @@ func (m *Mux) SubmitWait(ch ChannelID, payload []byte, done <-chan struct{}) boo
 			m.mu.Unlock()
 			return false
 		}
-		if m.roomLocked(len(payload)) {
+		if m.roomLocked(cap(payload)) {
 			m.queue = append(m.queue, pending{channel: ch, payload: payload})
-			m.bytes += len(payload)
+			m.bytes += cap(payload)
 			m.mu.Unlock()
 			return true
 		}
@@ -187,8 +190,8 @@ func (m *Mux) Pending() int {
 	return len(m.queue)
 }
 
-// PendingBytes returns the payload bytes of the submissions waiting for the
-// next drain.
+// PendingBytes returns the memory (capacity) of the payloads waiting for
+// the next drain.
 func (m *Mux) PendingBytes() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -212,9 +215,9 @@ func (m *Mux) DrainInto(dst []Frame) []Frame { return m.DrainWith(dst, DrainHook
 // be placed exactly before or between queued frames. A zero field adds
 // nothing. Payloads returned are owned by the mux's caller like any frame.
 type DrainHooks struct {
-	// Head, when the batch is not empty, is called once, after the batch
-	// was taken from the queue, and its record gets the batch's first
-	// position: a clock reading taken then is an upper bound on the
+	// Head, when the batch is not empty (or Tail adds a record), is called
+	// once, after the batch was taken from the queue, and its record gets
+	// the batch's first position: a clock reading taken then is an upper bound on the
 	// submission time of every frame the batch holds (DESIGN.md §4).
 	Head func() (ChannelID, []byte)
 	// Loss is called for each place where submissions were refused; its
@@ -222,6 +225,11 @@ type DrainHooks struct {
 	// loss is accounted in place (spec §4.5: the refused submissions
 	// themselves never had a position).
 	Loss func(LossMark) (ChannelID, []byte)
+	// Tail, when set, is called once per drain, even one with nothing
+	// queued, and its record gets the position after every other record of
+	// the batch; LossMark.Frames and Bytes are 0. A self-health record made
+	// there counts exactly the positions and the placed losses before it.
+	Tail func(LossMark) (ChannelID, []byte)
 }
 
 // LossMark is one place of loss handed to [DrainHooks.Loss].
@@ -257,7 +265,7 @@ func (m *Mux) DrainWith(dst []Frame, h DrainHooks) []Frame {
 	// Positions are assigned in this critical section only, so later
 	// drains get higher ones; the extra records are counted in first.
 	n := uint64(len(batch))
-	if h.Head != nil && len(batch) > 0 {
+	if h.Tail != nil {
 		n++
 	}
 	if h.Loss != nil {
@@ -270,6 +278,10 @@ func (m *Mux) DrainWith(dst []Frame, h DrainHooks) []Frame {
 			}
 		}
 	}
+	withHead := h.Head != nil && n > 0
+	if withHead {
+		n++
+	}
 	base := m.next
 	m.next += n
 	m.mu.Unlock()
@@ -278,7 +290,7 @@ func (m *Mux) DrainWith(dst []Frame, h DrainHooks) []Frame {
 		dst = append(dst, Frame{Channel: ch, Position: Position(pos), Payload: payload})
 		pos++
 	}
-	if h.Head != nil && len(batch) > 0 {
+	if withHead {
 		add(h.Head())
 	}
 	if h.Loss != nil && head.lossFrames > 0 {
@@ -294,6 +306,9 @@ func (m *Mux) DrainWith(dst []Frame, h DrainHooks) []Frame {
 			add(h.Loss(LossMark{Position(pos), p.lossFrames, p.lossBytes, m.placed, m.placedBytes}))
 		}
 		batch[i] = pending{} // drop the payload reference for the GC
+	}
+	if h.Tail != nil {
+		add(h.Tail(LossMark{Position: Position(pos), Total: m.placed, TotalBytes: m.placedBytes}))
 	}
 	m.assigned.Add(n)
 	m.spare = batch[:0]

@@ -242,7 +242,8 @@ type capture struct {
 	gen   uint64    // fr.gen at since
 	// heldSince is when fr began to hold complete lines (Coalesce).
 	heldSince time.Time
-	heldGen   uint64 // fr.heldGen at heldSince
+	heldGen   uint64      // fr.heldGen at heldSince
+	gone      func() bool // Options.StdoutGone, for stdout only
 	// broken: the pass-through writer failed with EPIPE; reading ends and
 	// the file is closed so that the child sees the broken pipe too.
 	broken bool
@@ -254,6 +255,9 @@ func newCapture(name string, f *os.File, w io.Writer, p Producer, ch frames.Chan
 	c.fr = newFramer(p, &c.stats, o.MaxFrameSize)
 	c.fr.alloc = o.Alloc
 	c.fr.hold = o.Coalesce > 0
+	if name == "stdout" {
+		c.gone = o.StdoutGone
+	}
 	return c
 }
 
@@ -559,6 +563,9 @@ func (r *reader) readOnce(c *capture) bool {
 		r.gate = nil
 	}
 	if err == nil && n > 0 {
+		if c.gone != nil && c.gone() {
+			c.broken = true
+		}
 		if c.broken {
 			// The child writes into a pipe nobody reads any more: as
 			// without ds, its next write gets SIGPIPE (or EIO on a pty).

@@ -133,6 +133,13 @@ type Options struct {
 	// through it instead of having proc allocate one per frame, which is
 	// most of the capture path's cost. nil means a fresh allocation.
 	Alloc func(n int) []byte
+	// StdoutGone, if not nil, is asked after each read of the child's
+	// stdout whether where that output goes is gone although the
+	// pass-through writer did not fail (ds wrap -o -: the capture is the
+	// stdout, and its reader went away). A true answer closes the child's
+	// stdout as an EPIPE of the pass-through does, so the child gets
+	// SIGPIPE at its next write, as it would writing into that pipe itself.
+	StdoutGone func() bool
 	// DrainTimeout bounds the wait for the output pipes to close after the
 	// child exited (a background grandchild may hold them), data or not.
 	// 0 means DefaultDrainTimeout.

@@ -47,8 +47,8 @@ type dropTracker struct {
 	records  uint64  // health records read, decodable or not
 	decoded  bool    // at least one decoded
 	based    bool    // mux is a baseline for the next counter-only record
-	mux      uint64  // mux_dropped of the latest record in position order
-	muxBytes *uint64 // its mux_dropped_bytes, if it had one
+	mux      uint64  // the largest mux_dropped so far in position order
+	muxBytes *uint64 // the largest mux_dropped_bytes so far, if any
 	maxMux   uint64  // the largest mux_dropped seen
 	maxSubsc uint64  // the largest subscriber_dropped seen
 }
@@ -77,7 +77,15 @@ func (t *dropTracker) health(pos frames.Position, payload []byte, fromStart, lat
 	if !t.based && fromStart {
 		prevBytes = new(uint64) // nothing was dropped before position 0
 	}
-	t.mux, t.muxBytes, t.based = h.MuxDropped, h.MuxDroppedBytes, true
+	// The baseline only rises: a counter below it (a record whose reading
+	// was taken before a loss placed ahead of it) neither lowers it nor
+	// makes the next record's rise look like a new drop.
+	t.mux, t.based = max(prev, h.MuxDropped), true
+	if h.MuxDroppedBytes != nil && (prevBytes == nil || *h.MuxDroppedBytes > *prevBytes) {
+		t.muxBytes = h.MuxDroppedBytes
+	} else {
+		t.muxBytes = prevBytes
+	}
 	if h.Loss != nil {
 		if h.Loss.Frames == 0 {
 			return Drop{}, false

@@ -281,3 +281,26 @@ func TestInfoDrops(t *testing.T) {
 		t.Errorf("info text:\n%s", text.String())
 	}
 }
+
+// TestDropTrackerCounterBelowBaseline: a health record whose counter is
+// below one already seen (its reading was taken before a loss placed ahead
+// of it, as ds wrap wrote before its health records were made at drain
+// time) must not make the next rise count that loss a second time.
+func TestDropTrackerCounterBelowBaseline(t *testing.T) {
+	var tr dropTracker
+	var got []Drop
+	for i, rec := range []string{
+		`{"mux_dropped":0,"mux_dropped_bytes":0}`,
+		`{"mux_dropped":89,"mux_dropped_bytes":900,"loss":{"frames":89,"bytes":900,"reason":"queue full"}}`,
+		`{"mux_dropped":88,"mux_dropped_bytes":890}`,
+		`{"mux_dropped":89,"mux_dropped_bytes":900}`,
+		`{"mux_dropped":95,"mux_dropped_bytes":960}`,
+	} {
+		if d, ok := tr.health(frames.Position(i*10), []byte(rec), true, false); ok {
+			got = append(got, d)
+		}
+	}
+	if len(got) != 2 || got[0].Frames != 89 || got[1].Frames != 6 || got[1].Before != 40 || got[1].Bytes == nil || *got[1].Bytes != 60 {
+		t.Fatalf("drops %+v, want 89 at 10 and 6 (60 bytes) at 40", got)
+	}
+}
