@@ -63,14 +63,16 @@ never dropped.
 Order: stdout and stderr are read by one loop and passed through and
 recorded in the order ds reads them; a partial line of one is recorded
 before data of the other. When both pipes hold data, an inotify watch on
-each tells which was written to first. That order is the order CMD wrote
-in while ds reads each write before the next two arrive: on an idle
-machine, for writes 1 ms or more apart. Writes a few microseconds apart
-(a shell's echo builtins: sh -c 'echo a; echo b >&2; echo c'), or a
-machine so busy that ds does not run for a millisecond, can come out
-reordered: two pipes carry no time of their own, and the kernel lets a
-writer run on before it wakes the reader. With --pty both streams share
-one terminal and their order is always exact (but they are one channel).
+each tells which was written to first, and when ds has fallen several
+writes behind (a shell's echo builtins write microseconds apart, and the
+kernel lets a writer run on before it wakes the reader), the events give
+the order line by line as long as each write is one line. Writes 1 ms or
+more apart on an idle machine always keep their order. A long burst of
+such writes, several lines in one write next to writes to the other
+stream, or a machine so busy that ds does not run for a millisecond can
+still come out reordered: two pipes carry no time of their own. With
+--pty both streams share one terminal and their order is always exact
+(but they are one channel).
 
 Process tree: ds is a subreaper for CMD's descendants (and, as PID 1,
 reaps every orphan, as tini does). When it escalates to KILL (after

@@ -298,13 +298,18 @@ type reader struct {
 	wds      [2]int32 // watch descriptor of each capture, by caps index
 	// gate, until closed, holds back the first data read: the reader may
 	// start before the child, whose started record must come first.
-	gate   chan struct{}
-	evbuf  []byte
-	order  [2]*capture
-	exited atomic.Bool
-	done   chan struct{}
-	pfds   [3]unix.PollFd
-	ready  [2]*capture
+	gate  chan struct{}
+	evbuf []byte
+	order [2]*capture
+	// runs is the sequence of captures written to, as writeOrder read it
+	// from the events, with consecutive writes to one capture as one run.
+	runs    []int
+	scratch [2][]byte // interleave's reads
+	gotLast [2]bool   // interleave got data of each output in the round before
+	exited  atomic.Bool
+	done    chan struct{}
+	pfds    [3]unix.PollFd
+	ready   [2]*capture
 
 	// Set by run before done is closed.
 	reason string        // "" (every output reached EOF), DrainReasonIdle or DrainReasonTimeout
@@ -371,6 +376,32 @@ func (r *reader) watchWrites() {
 // (or all, when the queue overflowed or there is no inotify) follow in
 // caps order, stdout first. The result is valid until the next call.
 func (r *reader) writeOrder() []*capture {
+	r.runs = r.runs[:0]
+	last := r.readEvents()
+	k := 0
+	for i, c := range r.caps {
+		if last[i] > 0 {
+			r.order[k] = c
+			k++
+		}
+	}
+	if k == 2 && last[1] < last[0] {
+		r.order[0], r.order[1] = r.order[1], r.order[0]
+	}
+	for i, c := range r.caps {
+		if last[i] == 0 {
+			r.order[k] = c
+			k++
+		}
+	}
+	return r.order[:k]
+}
+
+// readEvents reads the write events queued so far, appends their runs to
+// r.runs, and returns for each capture 1 + the index of its last event in
+// what it read (0: none). A queue overflow empties r.runs and returns no
+// events.
+func (r *reader) readEvents() [2]int {
 	var last [2]int // 1 + index of the capture's last event; 0: none
 	if r.notifyFD >= 0 {
 		seq, overflow := 0, false
@@ -395,31 +426,170 @@ func (r *reader) writeOrder() []*capture {
 					if wd == w && mask&unix.IN_MODIFY != 0 {
 						seq++
 						last[i] = seq
+						if len(r.runs) == 0 || r.runs[len(r.runs)-1] != i {
+							r.runs = append(r.runs, i)
+						}
 					}
 				}
 			}
 		}
 		if overflow {
 			last = [2]int{}
+			r.runs = r.runs[:0]
 		}
 	}
-	k := 0
+	return last
+}
+
+// interleaveMax bounds what interleave reads of each output, in bytes.
+const interleaveMax = 64 << 10
+
+// interleave handles the case the write order alone cannot: ds has fallen
+// more than one write behind, and the events say the child wrote to both
+// outputs in turn several times (runs like stderr, stdout, stderr: a
+// shell's echo builtins, microseconds apart). Reading each pipe whole
+// would give one output's writes together. When each run's write is one
+// line (the lines each output holds are as many as its runs; the first run
+// may be a stale event, for data read before), the lines are handed on in
+// the order of the runs, which is the order the child wrote them.
+// Otherwise everything read is handed on in write order (see writeOrder).
+// It reads both outputs once and reports whether it got data; an output
+// that ended is left for readOnce to see.
+func (r *reader) interleave() bool {
+	var lines [2][][]byte
+	var ended [2]bool
+	got := false
+	prev := r.gotLast
+	r.gotLast = [2]bool{}
 	for i, c := range r.caps {
-		if last[i] > 0 {
-			r.order[k] = c
-			k++
+		if cap(r.scratch[i]) == 0 {
+			r.scratch[i] = make([]byte, interleaveMax)
+		}
+		n, err := unix.Read(c.fd, r.scratch[i][:interleaveMax])
+		if n <= 0 {
+			// 0 is EOF; EAGAIN or EINTR, nothing yet; any other error
+			// ends the output too (as in readOnce).
+			ended[i] = err != unix.EAGAIN && err != unix.EINTR
+			continue
+		}
+		got = true
+		r.gotLast[i] = true
+		for b := r.scratch[i][:n]; len(b) > 0; {
+			j := bytes.IndexByte(b, '\n') + 1
+			if j == 0 {
+				j = len(b)
+			}
+			lines[i] = append(lines[i], b[:j])
+			b = b[j:]
 		}
 	}
-	if k == 2 && last[1] < last[0] {
-		r.order[0], r.order[1] = r.order[1], r.order[0]
+	// The events of every write whose data was just read are queued now,
+	// but for the very last write, whose writer may not have queued its
+	// event yet.
+	r.readEvents()
+	runs := r.runs
+	var count [2]int
+	for _, i := range runs {
+		count[i]++
+	}
+	if len(runs) > 0 {
+		// An event for data read in the round before can only be first.
+		if first := runs[0]; prev[first] && len(lines[first]) == count[first]-1 {
+			runs, count[first] = runs[1:], count[first]-1
+		}
+	}
+	for i := range 2 {
+		if len(lines[i]) == count[i]+1 && len(lines[1-i]) == count[1-i] {
+			runs = append(runs, i) // the last write, its event not yet queued
+			count[i]++
+		}
+	}
+	if len(lines[0]) == count[0] && len(lines[1]) == count[1] {
+		var next [2]int
+		for _, i := range runs {
+			r.handOn(r.caps[i], lines[i][next[i]])
+			next[i]++
+		}
+	} else {
+		for _, c := range r.writeOrderOf(runs) {
+			i := 0
+			if c == r.caps[1] {
+				i = 1
+			}
+			if len(lines[i]) > 0 {
+				r.handOn(c, r.scratch[i][:sum(lines[i])]) // all it read, whole
+			}
+		}
 	}
 	for i, c := range r.caps {
-		if last[i] == 0 {
-			r.order[k] = c
-			k++
+		switch {
+		case c.broken && c.fd >= 0:
+			// As in readOnce: the child's next write gets SIGPIPE.
+			c.fr.flush()
+			c.f.Close()
+			c.fd = -1
+		case ended[i] && c.fd >= 0:
+			c.fr.flush()
+			c.fd = -1
 		}
 	}
-	return r.order[:k]
+	return got
+}
+
+// sum returns the total length of bs.
+func sum(bs [][]byte) int {
+	n := 0
+	for _, b := range bs {
+		n += len(b)
+	}
+	return n
+}
+
+// bothRuns reports whether r.runs holds writes to both outputs.
+func (r *reader) bothRuns() bool {
+	for _, i := range r.runs {
+		if i != r.runs[0] {
+			return true
+		}
+	}
+	return false
+}
+
+// writeOrderOf orders the captures by the last run of each in runs (see
+// writeOrder), stdout first where runs say nothing.
+func (r *reader) writeOrderOf(runs []int) []*capture {
+	last := [2]int{-1, -1}
+	for k, i := range runs {
+		last[i] = k
+	}
+	if last[1] >= 0 && (last[0] < 0 || last[1] < last[0]) {
+		return []*capture{r.caps[1], r.caps[0]}
+	}
+	return r.caps[:2]
+}
+
+// small reports whether both outputs together hold less than
+// interleaveMax bytes (FIONREAD): little enough to read through
+// interleave, which orders the writes line by line, instead of the
+// zero-copy path, which a child writing fast needs.
+func (r *reader) small() bool {
+	total := 0
+	for _, c := range r.caps {
+		k, err := unix.IoctlGetInt(c.fd, unix.TIOCINQ)
+		if err != nil {
+			return false
+		}
+		total += k
+	}
+	return total < interleaveMax
+}
+
+// handOn passes b, read from c, through and frames it (the copying path:
+// interleave's lines are short). After a broken pass-through (EPIPE) what
+// was read is still framed; interleave closes the output after.
+func (r *reader) handOn(c *capture, b []byte) {
+	r.pass(c, b)
+	c.fr.write(b)
 }
 
 // openGate lets the reader hand on what it reads: call once the started (or
@@ -529,7 +699,12 @@ func (r *reader) run() {
 			lastData = exitAt
 		}
 		got := false
-		for _, c := range r.writeOrder() {
+		order := r.writeOrder()
+		if n == 2 && r.notifyFD >= 0 && r.bothRuns() && r.small() {
+			got = r.interleave()
+			order = nil // both outputs were read this round
+		}
+		for _, c := range order {
 			for i := range n {
 				if r.ready[i] == c && r.pfds[i].Revents != 0 && r.readOnce(c) {
 					got = true

@@ -49,27 +49,32 @@
 // # Order between stdout and stderr
 //
 // Order within a channel is exact. Between stdout and stderr it is the
-// order in which ds read them, and pass-through and capture both keep it:
-// one goroutine per child waits on both pipes at once (poll(2)) and reads
-// whichever is readable; when both are readable in the same poll it reads
-// stdout first, then stderr. Each chunk goes to its pass-through writer at
-// once, so Stdout and Stderr are written in read order from that one
+// order in which ds hands them on, and pass-through and capture both keep
+// it: one goroutine per child waits on both pipes at once (poll(2)) and
+// reads whichever is readable. Each chunk goes to its pass-through writer
+// at once, so Stdout and Stderr are written in that order from that one
 // goroutine (one writer may serve both: ds wrap > f 2>&1). Before a chunk
 // of one channel is framed, the pending partial line of the other channel
-// is submitted as a frame of its own, so capture order is read order too:
+// is submitted as a frame of its own, so capture order is that order too:
 // a progress bar drawn with CR on stdout ("\rprogress 3/3") is captured
 // before a "FAIL" line that stderr printed after it, as the terminal shows
 // them. At most one channel has a partial line at any time.
 //
-// What two pipes cannot tell is the order of writes that are both waiting
-// when ds polls. When ds falls behind the child (busy, or not scheduled on
-// a loaded machine), what both pipes accumulated meanwhile is read stdout
-// first, then stderr, whatever order the child wrote it in. So read order
-// is the child's order as long as ds reads each switch between the streams
-// before the next one (on an idle CPU ds wakes within tens of
-// microseconds, and any pause of the child, such as a sleep or waiting for
-// input, is plenty); only PTY mode, where both streams are one, keeps the
-// child's order in every case.
+// Two pipes do not tell the order of writes that are both waiting when ds
+// reads. An inotify watch on each pipe does: every write(2) queues an
+// IN_MODIFY event before it returns, in one queue for both pipes. When both
+// pipes hold data, the one whose last event came first is read first
+// (reader.writeOrder); when both hold little (under 64 KiB) and the events
+// say the child switched streams several times, the data is split into
+// lines and handed on in the order of the events, one line per write, as
+// a shell's echo builtins write (reader.interleave). So the child's order
+// is kept while ds reads each write before the next two arrive (for writes
+// 1 ms or more apart on an idle machine), and for one-line writes even
+// when it has fallen behind. It can be lost for a long burst of such
+// writes, for several lines in one write next to writes to the other
+// stream, or where inotify cannot watch pipes (ds then reads stdout
+// first); only PTY mode, where both streams are one, keeps the child's
+// order in every case.
 //
 // # Lifecycle records
 //

@@ -6,6 +6,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
 )
 
 // captureOrder returns the payloads of the given channels joined in the
@@ -162,4 +166,102 @@ func TestOrderPartialLine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInterleave: when ds has fallen several writes behind a child that
+// writes one line at a time to stdout and stderr in turn (a shell's echo
+// builtins, microseconds apart), the inotify runs give the order the lines
+// were written in, and reader.interleave hands them on in that order, on
+// the shared pass-through and in capture order. The writes are made here,
+// all before the reader looks, which is that case exactly.
+func TestInterleave(t *testing.T) {
+	if !watchesPipes() {
+		t.Skip("inotify on pipes is not available here")
+	}
+	for _, tt := range []struct {
+		name   string
+		writes []string // "o:text" to stdout, "e:text" to stderr, in order
+		want   string
+	}{
+		{"one line a write", []string{"o:a\n", "e:b\n", "o:c\n", "e:d\n"}, "a\nb\nc\nd\n"},
+		{"stderr first", []string{"e:1\n", "o:2\n", "e:3\n"}, "1\n2\n3\n"},
+		// Several lines in one write: runs and lines disagree, and the
+		// outputs go whole, in the order of their last writes.
+		{"a write of three lines", []string{"o:a\nb\nc\n", "e:x\n"}, "a\nb\nc\nx\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &fakeProducer{}
+			outID, _ := p.RegisterChannel("proc.t.stdout", frames.TextStream())
+			errID, _ := p.RegisterChannel("proc.t.stderr", frames.TextStream())
+			shared := &syncBuffer{t: t}
+			o := &Options{MaxFrameSize: DefaultMaxFrameSize, Coalesce: -1}
+			var ws [2]*os.File
+			var caps []*capture
+			for i, id := range []frames.ChannelID{outID, errID} {
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				defer w.Close()
+				ws[i] = w
+				caps = append(caps, newCapture([]string{"stdout", "stderr"}[i], r, shared, p, id, o))
+			}
+			rd := &reader{caps: caps, notifyFD: -1}
+			for _, c := range caps {
+				c.fd = int(c.f.Fd())
+				if err := unix.SetNonblock(c.fd, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rd.watchWrites()
+			if rd.notifyFD < 0 {
+				t.Skip("no inotify instance")
+			}
+			defer rd.close()
+			for _, w := range tt.writes {
+				f := ws[0]
+				if w[0] == 'e' {
+					f = ws[1]
+				}
+				if _, err := f.Write([]byte(w[2:])); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rd.writeOrder()
+			rd.interleave()
+			for _, c := range caps {
+				c.fr.flush()
+			}
+			if got := shared.buf.String(); got != tt.want {
+				t.Errorf("pass-through %q, want %q", got, tt.want)
+			}
+			if got, _ := p.captureOrder("proc.t.stdout", "proc.t.stderr"); got != tt.want {
+				t.Errorf("capture order %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// watchesPipes reports whether this kernel queues inotify events for
+// writes to a pipe (reader.watchWrites).
+func watchesPipes() bool {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	defer w.Close()
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	if _, err := unix.InotifyAddWatch(fd, fmt.Sprintf("/proc/self/fd/%d", r.Fd()), unix.IN_MODIFY); err != nil {
+		return false
+	}
+	w.Write([]byte("x"))
+	buf := make([]byte, 256)
+	n, _ := unix.Read(fd, buf)
+	return n > 0
 }
