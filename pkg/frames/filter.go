@@ -25,7 +25,8 @@ type SourceFilter struct {
 	Stream StreamID     // SourceStream
 }
 
-// AllSources, OriginSource, NodeSource and StreamSource build source filters.
+// AllSources returns the filter that matches every source; OriginSource,
+// NodeSource and StreamSource build the others.
 func AllSources() SourceFilter { return SourceFilter{} }
 
 // OriginSource matches streams of one origin.
@@ -76,7 +77,8 @@ type ChannelFilter struct {
 	Content ContentKind // ChannelsContent
 }
 
-// AllChannels, NameChannel, PrefixChannels and ContentChannels build channel filters.
+// AllChannels returns the filter that matches every channel; NameChannel,
+// PrefixChannels and ContentChannels build the others.
 func AllChannels() ChannelFilter { return ChannelFilter{} }
 
 // NameChannel matches one exact channel name.

@@ -128,7 +128,8 @@ type ChannelContent struct {
 	Schema *string
 }
 
-// Bytes, TextStream and JSONRecord build the three content classes.
+// Bytes returns the Bytes content class; TextStream and JSONRecord build
+// the other two.
 func Bytes() ChannelContent { return ChannelContent{Kind: KindBytes} }
 
 // TextStream is the content class of process output and log lines.
@@ -287,8 +288,8 @@ type Event struct {
 	Ended   StreamID           // EventStreamEnded
 }
 
-// StreamDeclaredEvent, ChannelDeclaredEvent, FrameEvent and StreamEndedEvent
-// build events of each kind.
+// StreamDeclaredEvent builds a StreamDeclared event; ChannelDeclaredEvent,
+// FrameEvent and StreamEndedEvent build the other kinds.
 func StreamDeclaredEvent(d StreamDescriptor) Event {
 	return Event{Kind: EventStreamDeclared, Stream: &d}
 }
