@@ -118,7 +118,7 @@ func warnCatLosses(w io.Writer, l views.Losses) {
 		parts = append(parts, fmt.Sprintf("%s (%s missing)", lossCount(l.Gaps, "gap"), lossCount(l.MissingFrames, "frame")))
 	}
 	if l.Drops > 0 {
-		parts = append(parts, fmt.Sprintf("%s dropped by the writer in %s", lossCount(l.DroppedFrames, "frame"), lossCount(l.Drops, "place")))
+		parts = append(parts, fmt.Sprintf("%s dropped at the writer's queue in %s", lossCount(l.DroppedFrames, "frame"), lossCount(l.Drops, "place")))
 	}
 	fmt.Fprintf(w, "ds: warning: output incomplete: %s; ds log shows where\n", strings.Join(parts, ", "))
 }

@@ -504,6 +504,17 @@ func (r *reader) interleave() bool {
 			count[i]++
 		}
 	}
+	for i := range 2 {
+		// One write fewer than lines, and the last line is a progress bar
+		// (it holds a CR): its newline likely came in a write of its own,
+		// after a write to the other output (printf '\rprogress 3/3';
+		// echo FAIL >&2; echo). Split the line before its newline.
+		if k := len(lines[i]); k > 0 && k == count[i]-1 {
+			if l := lines[i][k-1]; len(l) > 1 && l[len(l)-1] == '\n' && bytes.IndexByte(l, '\r') >= 0 {
+				lines[i] = append(lines[i][:k-1], l[:len(l)-1], l[len(l)-1:])
+			}
+		}
+	}
 	if len(lines[0]) == count[0] && len(lines[1]) == count[1] {
 		var next [2]int
 		for _, i := range runs {

@@ -185,6 +185,8 @@ func TestInterleave(t *testing.T) {
 	}{
 		{"one line a write", []string{"o:a\n", "e:b\n", "o:c\n", "e:d\n"}, "a\nb\nc\nd\n"},
 		{"stderr first", []string{"e:1\n", "o:2\n", "e:3\n"}, "1\n2\n3\n"},
+		// A partial line, a line of the other output, then the newline.
+		{"progress bar then FAIL", []string{"o:\rprogress 3/3", "e:FAIL\n", "o:\n"}, "\rprogress 3/3FAIL\n\n"},
 		// Several lines in one write: runs and lines disagree, and the
 		// outputs go whole, in the order of their last writes.
 		{"a write of three lines", []string{"o:a\nb\nc\n", "e:x\n"}, "a\nb\nc\nx\n"},
