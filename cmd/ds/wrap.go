@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -50,9 +51,11 @@ fails (bad flags, the capture cannot be written) it exits 125.
 INT, TERM, HUP, QUIT, USR1, USR2 and WINCH reach CMD; a CMD that ignores TERM
 is killed after --grace; a second Ctrl-C kills it at once.
 
-By default the capture never slows CMD down: if it cannot keep up (a
-child writing faster than the capture can be compressed and written, a
-slow -o FIFO), output frames are dropped before they get a position, and
+By default the capture never slows CMD down: output waits in a queue of
+at most 256 MiB (counting what is being written; a stalled -o FIFO holds
+ds at about that much memory), and if the capture cannot keep up for that
+long (a child writing faster than the disk takes it, a slow -o FIFO),
+output frames are dropped before they get a position, and
 every loss is written into the capture where it happened, as a
 datastream.health record that ds log shows as "dropped N frames before
 position P (queue full)"; ds wrap then warns once on stderr at exit. With
@@ -121,7 +124,7 @@ With -o - the capture goes to stdout and CMD's stdout is not passed through.`,
 			&cli.StringFlag{Name: "compress", Value: "auto", Usage: "`CODEC` for the capture: zstd, none, or auto (zstd for files, none for stdout, pipes and devices)"},
 			&cli.DurationFlag{Name: "flush", Value: 100 * time.Millisecond, Usage: "drain and flush the capture every `INTERVAL`"},
 			&cli.BoolFlag{Name: "sync", Usage: "fsync the capture at every flush"},
-			&cli.IntFlag{Name: "queue", Value: frames.DefaultMuxCapacity, Usage: "the capture queue holds at most `FRAMES` output frames between drains (and 128 MiB)"},
+			&cli.IntFlag{Name: "queue", Value: frames.DefaultMuxCapacity, Usage: "the capture queue holds at most `FRAMES` output frames (and 256 MiB of them, written or not)"},
 			&cli.DurationFlag{Name: "grace", Value: proc.DefaultGrace, Usage: "time between TERM and KILL"},
 		},
 		// Flags end at the command: ds wrap make -j4 test works without --.
@@ -394,7 +397,15 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 	if o.Queue <= 0 || o.Queue > frames.MaxMuxCapacity {
 		return nil, usagef("--queue %d: want 1 to %d frames", o.Queue, frames.MaxMuxCapacity)
 	}
-	c.endpoint = frames.NewEndpoint(desc, frames.EndpointOptions{MuxCapacity: o.Queue})
+	// Payloads count against the queue's 256 MiB until written, so that
+	// the bound covers the batch being written too: a stalled sink holds
+	// ds at about that much memory, whatever the child writes. A soft
+	// memory limit keeps the garbage collector from letting the heap grow
+	// to twice that (GOMEMLIMIT, when set, wins).
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(frames.DefaultMuxMaxBytes + 128<<20)
+	}
+	c.endpoint = frames.NewEndpoint(desc, frames.EndpointOptions{MuxCapacity: o.Queue, HoldUntilReleased: true})
 	// One tick's batch holds at most the mux capacity of data frames, one
 	// loss record after each of them, a clock record and the reserved
 	// lane's few records: the capture's queue takes all of that, so it
@@ -595,20 +606,26 @@ func (c *capture) warnLoss(stderr io.Writer) {
 // queue.
 func (c *capture) write(flush bool) error {
 	c.events = c.sub.DrainInto(c.events[:0])
+	var err error
 	for _, ev := range c.events {
-		var err error
 		switch ev.Kind {
 		case frames.EventChannelDeclared:
-			err = c.w.DeclareChannel(*ev.Channel)
-		case frames.EventFrame:
-			err = c.w.WriteFrame(frames.Frame{Channel: ev.Frame.Channel.Channel, Position: ev.Frame.Position, Payload: ev.Frame.Payload})
 			if err == nil {
-				releasePayload(ev.Frame.Payload) // written (copied): reuse it
+				err = c.w.DeclareChannel(*ev.Channel)
 			}
+		case frames.EventFrame:
+			if err == nil {
+				err = c.w.WriteFrame(frames.Frame{Channel: ev.Frame.Channel.Channel, Position: ev.Frame.Position, Payload: ev.Frame.Payload})
+			}
+			// Written (copied) or not, the payload is done with: hand
+			// its memory back to the queue's bound and reuse it.
+			c.endpoint.Release(cap(ev.Frame.Payload))
+			releasePayload(ev.Frame.Payload)
 		}
-		if err != nil {
-			return err
-		}
+	}
+	if err != nil {
+		clear(c.events)
+		return err
 	}
 	clear(c.events)
 	if !flush {

@@ -18,12 +18,13 @@ const DefaultSubscriberCapacity = 1024
 const MaxSubscriberCapacity = MaxMuxCapacity + 1<<16
 
 // DefaultMuxMaxBytes is the payload memory an endpoint's mux queue holds
-// when EndpointOptions.MuxMaxBytes is 0: 128 MiB, 128 ms of a child
-// writing 1 GB/s. Measured with ds wrap -- cat of a 1 GiB cached file on
-// two cores: 64 MiB dropped frames in most runs (the writer stalls for
-// longer than 64 ms now and then), 128 MiB in none; ds wrap's peak RSS was
-// then 70-160 MB.
-const DefaultMuxMaxBytes = 128 << 20
+// when EndpointOptions.MuxMaxBytes is 0: 256 MiB, a quarter of a second of
+// a child writing 1 GB/s. Measured with ds wrap -- cat of a 1 GiB cached
+// file on two cores, which holds payloads until they are written
+// (HoldUntilReleased): with 64 or 128 MiB frames were dropped in some runs
+// (a write into the page cache stalls for longer now and then), with
+// 256 MiB in none of 9; ds wrap's peak RSS was then 150-200 MB.
+const DefaultMuxMaxBytes = 256 << 20
 
 // ErrEnded is returned by registration on an endpoint whose stream has ended.
 var ErrEnded = errors.New("frames: stream has ended")
@@ -36,6 +37,10 @@ type EndpointOptions struct {
 	// MuxMaxBytes bounds the payload bytes the mux queue holds; 0 means
 	// DefaultMuxMaxBytes, negative means no byte bound (see NewMuxBytes).
 	MuxMaxBytes int
+	// HoldUntilReleased makes payloads count against MuxMaxBytes until the
+	// consumer hands them back with [Endpoint.Release] ([Mux.Hold]): the
+	// bound then covers the frames a subscriber is still writing too.
+	HoldUntilReleased bool
 	// MaxChannelID bounds the ids the catalog hands out; 0 means the whole
 	// uint32 range. Tests use small values to reach exhaustion.
 	MaxChannelID ChannelID
@@ -93,9 +98,13 @@ func NewEndpoint(desc StreamDescriptor, opts EndpointOptions) *Endpoint {
 	if maxBytes == 0 {
 		maxBytes = DefaultMuxMaxBytes
 	}
+	mux := NewMuxBytes(capacity, maxBytes)
+	if opts.HoldUntilReleased {
+		mux.Hold()
+	}
 	return &Endpoint{
 		desc:    desc,
-		mux:     NewMuxBytes(capacity, maxBytes),
+		mux:     mux,
 		catalog: NewCatalog(desc.Stream, opts.MaxChannelID),
 	}
 }
@@ -154,6 +163,10 @@ func (e *Endpoint) register(name string, label *string, content ChannelContent) 
 
 // Pending returns how many submissions wait for the next tick.
 func (e *Endpoint) Pending() int { return e.mux.Pending() }
+
+// Release hands back n bytes of payload capacity that a consumer is done
+// with (EndpointOptions.HoldUntilReleased; see [Mux.Release]).
+func (e *Endpoint) Release(n int) { e.mux.Release(n) }
 
 // QueueFill returns how full the mux queue is, from 0 to 1: the larger of
 // its fill in frames and in bytes. A producer loop can use it to shed work

@@ -35,11 +35,14 @@ type Mux struct {
 	capacity int
 	maxBytes int // 0: no byte limit
 
-	mu     sync.Mutex
-	queue  []pending
-	bytes  int    // capacity of the payloads queued; guarded by mu
-	next   uint64 // next position to assign; guarded by mu
-	closed bool   // guarded by mu
+	mu    sync.Mutex
+	queue []pending
+	bytes int // capacity of the payloads queued (and held: see Hold); guarded by mu
+	// hold: drained payloads count against maxBytes until Release.
+	hold     bool
+	inflight int    // capacity drained and not yet released; guarded by mu
+	next     uint64 // next position to assign; guarded by mu
+	closed   bool   // guarded by mu
 	// headLoss counts refusals that found the queue empty (only a closed
 	// mux refuses then); they are placed at the head of the next batch.
 	headLoss pending
@@ -110,9 +113,10 @@ func (m *Mux) submit(ch ChannelID, payload []byte, reserved bool) bool {
 
 // roomLocked reports whether the queue takes a payload of n bytes: it
 // holds fewer than capacity frames, and the bytes stay within maxBytes (an
-// empty queue takes any size, so that no payload is refused for ever).
+// empty queue, with nothing held, takes any size, so that no payload is
+// refused for ever).
 func (m *Mux) roomLocked(n int) bool {
-	return len(m.queue) < m.capacity && (m.maxBytes <= 0 || len(m.queue) == 0 || m.bytes+n <= m.maxBytes)
+	return len(m.queue) < m.capacity && (m.maxBytes <= 0 || m.bytes == 0 || m.bytes+n <= m.maxBytes)
 }
 
 // SubmitReserved queues payload on ch whatever the queue holds: it is the
@@ -198,6 +202,32 @@ func (m *Mux) PendingBytes() int {
 	return m.bytes
 }
 
+// Hold makes drained payloads count against the byte bound until the
+// drainer hands them back with [Mux.Release]: the bound then covers the
+// payloads queued and the ones the drainer still holds (ds wrap: the batch
+// it is writing), so that it bounds memory, not just the queue. Call it
+// before any submission.
+func (m *Mux) Hold() {
+	m.mu.Lock()
+	m.hold = true
+	m.mu.Unlock()
+}
+
+// Release hands back n bytes of drained payload capacity (see Hold). More
+// than is held is clamped: records a drain adds (DrainHooks) were never
+// counted, so releasing them is harmless.
+func (m *Mux) Release(n int) {
+	m.mu.Lock()
+	n = min(n, m.inflight)
+	m.inflight -= n
+	m.bytes -= n
+	if m.space != nil && n > 0 {
+		close(m.space)
+		m.space = nil
+	}
+	m.mu.Unlock()
+}
+
 // MaxBytes returns the queue's bound in payload bytes; 0 means none.
 func (m *Mux) MaxBytes() int { return m.maxBytes }
 
@@ -257,7 +287,11 @@ func (m *Mux) DrainWith(dst []Frame, h DrainHooks) []Frame {
 	head := m.headLoss
 	m.headLoss = pending{}
 	m.queue = m.spare[:0]
-	m.bytes = 0
+	if m.hold {
+		m.inflight = m.bytes // everything queued is now held by the drainer
+	} else {
+		m.bytes = 0
+	}
 	if m.space != nil {
 		close(m.space)
 		m.space = nil
