@@ -87,7 +87,7 @@ type WriterOptions struct {
 	StoreWhenBusy bool
 	// Busy, with StoreWhenBusy, is asked at each closed block whether the
 	// writer's producer is falling behind (ds wrap: its queue is over a
-	// quarter full); a true answer stores the block plain, so that the
+	// half full); a true answer stores the block plain, so that the
 	// writer catches up before anything is dropped. nil means never.
 	Busy func() bool
 	// Rand is the source of segment ids. nil means crypto/rand; tests pass
