@@ -422,8 +422,8 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 	c.w, err = segments.NewWriter(w, desc, c.endpoint.Catalog(), segments.WriterOptions{
 		Compression: comp, WriterID: "ds " + dsVersion(),
 		// By default never wait on zstd, and store blocks plain while the
-		// queue (counting the batch being written) is over half full: a capture larger than it could be,
-		// rather than output dropped. With --backpressure the child waits
+		// queue (counting the batch being written) is over half full: a
+		// capture larger than it could be, rather than output dropped. With --backpressure the child waits
 		// for compression instead, and every block is compressed.
 		StoreWhenBusy: !o.Backpressure, Busy: func() bool { return c.endpoint.QueueFill() > 0.5 },
 	})

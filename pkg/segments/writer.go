@@ -86,7 +86,7 @@ type WriterOptions struct {
 	// queue and loses nothing.
 	StoreWhenBusy bool
 	// Busy, with StoreWhenBusy, is asked at each closed block whether the
-	// writer's producer is falling behind (ds wrap: its queue is over a
+	// writer's producer is falling behind (ds wrap: its queue is over
 	// half full); a true answer stores the block plain, so that the
 	// writer catches up before anything is dropped. nil means never.
 	Busy func() bool
