@@ -339,11 +339,21 @@ func (p Producer) RegisterRecord(name string) (ChannelID, error) { return p.e.Re
 // subscriber can always name every frame it receives. It never blocks. The
 // endpoint takes ownership of payload.
 func (p Producer) SubmitBytes(ch ChannelID, payload []byte) bool {
+	if !p.known(ch) {
+		return false
+	}
+	return p.e.mux.Submit(ch, payload)
+}
+
+// known reports whether ch was registered on the endpoint; a submission on
+// an id never handed out is refused and counted as unknown_channel, so
+// that a subscriber can always name every frame it receives.
+func (p Producer) known(ch ChannelID) bool {
 	if ch == 0 || uint32(ch) > p.e.channels.Load() {
 		p.e.unknownChannel.Add(1)
 		return false
 	}
-	return p.e.mux.Submit(ch, payload)
+	return true
 }
 
 // SubmitText submits a copy of text on ch; see SubmitBytes.
@@ -371,8 +381,7 @@ func (p Producer) Pending() int { return p.e.mux.Pending() }
 // few records that must survive any load: ds wrap's lifecycle records, the
 // health and clock records. The endpoint takes ownership of payload.
 func (p Producer) SubmitReserved(ch ChannelID, payload []byte) bool {
-	if ch == 0 || uint32(ch) > p.e.channels.Load() {
-		p.e.unknownChannel.Add(1)
+	if !p.known(ch) {
 		return false
 	}
 	return p.e.mux.SubmitReserved(ch, payload)
@@ -383,8 +392,7 @@ func (p Producer) SubmitReserved(ch ChannelID, payload []byte) bool {
 // pipe would put on a writer. It returns false when ch is unregistered, the
 // stream has ended, or done is closed first.
 func (p Producer) SubmitWait(ch ChannelID, payload []byte, done <-chan struct{}) bool {
-	if ch == 0 || uint32(ch) > p.e.channels.Load() {
-		p.e.unknownChannel.Add(1)
+	if !p.known(ch) {
 		return false
 	}
 	return p.e.mux.SubmitWait(ch, payload, done)

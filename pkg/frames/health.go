@@ -75,8 +75,9 @@ type ClockRecord struct {
 }
 
 // Clock emits datastream.clock records for one endpoint: one at the head of
-// every drained batch (at most one per tick, none for an idle stream) and,
-// through [Clock.Emit], the records at start and end.
+// every drained batch (at most one per tick, none for an idle stream; a
+// producer that wants readings at start and end ticks then, with a health
+// record due: see ds wrap), and, through [Clock.Emit], one whenever asked.
 type Clock struct {
 	e     *Endpoint
 	ch    ChannelID

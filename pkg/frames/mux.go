@@ -43,10 +43,12 @@ type Mux struct {
 	inflight int    // capacity drained and not yet released; guarded by mu
 	next     uint64 // next position to assign; guarded by mu
 	closed   bool   // guarded by mu
-	// headLoss counts refusals that found the queue empty (only a closed
-	// mux refuses then); they are placed at the head of the next batch.
+	// headLoss counts refusals that found the queue empty (a closed mux,
+	// or one whose bytes are all held: see Hold); they are placed at the
+	// head of the next batch.
 	headLoss pending
-	// space is closed and replaced at every drain, to wake SubmitWait.
+	// space is closed and replaced when room may have been made (a drain,
+	// a Release), to wake SubmitWait.
 	space chan struct{}
 
 	drainMu sync.Mutex
@@ -102,13 +104,26 @@ func (m *Mux) Submit(ch ChannelID, payload []byte) bool {
 func (m *Mux) submit(ch ChannelID, payload []byte, reserved bool) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || !reserved && !m.roomLocked(cap(payload)) {
+	queued, _ := m.offerLocked(ch, payload, reserved)
+	if !queued {
 		m.refuseLocked(len(payload))
-		return false
+	}
+	return queued
+}
+
+// offerLocked queues payload if it may, and reports whether it did and,
+// if not, whether only a full queue stood in the way (a closed mux refuses
+// for good). It counts nothing. Called with m.mu held.
+func (m *Mux) offerLocked(ch ChannelID, payload []byte, reserved bool) (queued, full bool) {
+	if m.closed {
+		return false, false
+	}
+	if !reserved && !m.roomLocked(cap(payload)) {
+		return false, true
 	}
 	m.queue = append(m.queue, pending{channel: ch, payload: payload})
 	m.bytes += cap(payload)
-	return true
+	return true, false
 }
 
 // roomLocked reports whether the queue takes a payload of n bytes: it
@@ -139,16 +154,13 @@ func (m *Mux) SubmitReserved(ch ChannelID, payload []byte) bool {
 func (m *Mux) SubmitWait(ch ChannelID, payload []byte, done <-chan struct{}) bool {
 	for {
 		m.mu.Lock()
-		if m.closed {
-			m.refuseLocked(len(payload))
+		queued, full := m.offerLocked(ch, payload, false)
+		if queued || !full {
+			if !queued {
+				m.refuseLocked(len(payload))
+			}
 			m.mu.Unlock()
-			return false
-		}
-		if m.roomLocked(cap(payload)) {
-			m.queue = append(m.queue, pending{channel: ch, payload: payload})
-			m.bytes += cap(payload)
-			m.mu.Unlock()
-			return true
+			return queued
 		}
 		if m.space == nil {
 			m.space = make(chan struct{})
@@ -221,11 +233,19 @@ func (m *Mux) Release(n int) {
 	n = min(n, m.inflight)
 	m.inflight -= n
 	m.bytes -= n
-	if m.space != nil && n > 0 {
+	if n > 0 {
+		m.wakeLocked()
+	}
+	m.mu.Unlock()
+}
+
+// wakeLocked wakes every SubmitWait: room may have been made. Called with
+// m.mu held.
+func (m *Mux) wakeLocked() {
+	if m.space != nil {
 		close(m.space)
 		m.space = nil
 	}
-	m.mu.Unlock()
 }
 
 // MaxBytes returns the queue's bound in payload bytes; 0 means none.
@@ -292,10 +312,7 @@ func (m *Mux) DrainWith(dst []Frame, h DrainHooks) []Frame {
 	} else {
 		m.bytes = 0
 	}
-	if m.space != nil {
-		close(m.space)
-		m.space = nil
-	}
+	m.wakeLocked()
 	// Positions are assigned in this critical section only, so later
 	// drains get higher ones; the extra records are counted in first.
 	n := uint64(len(batch))
