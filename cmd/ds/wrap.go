@@ -289,7 +289,6 @@ type capture struct {
 	toStdout bool
 	file     *os.File // nil for stdout
 	endpoint *frames.Endpoint
-	clock    *frames.Clock
 	sub      *frames.Subscription
 	w        *segments.Writer
 	sync     bool
@@ -411,7 +410,8 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 	// lane's few records: the capture's queue takes all of that, so it
 	// never drops a frame that has a position.
 	c.sub = c.endpoint.Subscribe(frames.SubscriptionRequest{}, frames.SubscriberOptions{Name: "capture", Capacity: 2*o.Queue + 4096})
-	c.clock, err = frames.NewClock(c.endpoint, nil)
+	// The clock heads every drained batch with a reading taken then.
+	_, err = frames.NewClock(c.endpoint, nil)
 	if err == nil {
 		err = c.endpoint.EnableHealth()
 	}

@@ -377,68 +377,45 @@ func (r *reader) watchWrites() {
 // caps order, stdout first. The result is valid until the next call.
 func (r *reader) writeOrder() []*capture {
 	r.runs = r.runs[:0]
-	last := r.readEvents()
-	k := 0
-	for i, c := range r.caps {
-		if last[i] > 0 {
-			r.order[k] = c
-			k++
-		}
-	}
-	if k == 2 && last[1] < last[0] {
-		r.order[0], r.order[1] = r.order[1], r.order[0]
-	}
-	for i, c := range r.caps {
-		if last[i] == 0 {
-			r.order[k] = c
-			k++
-		}
-	}
-	return r.order[:k]
+	r.readEvents()
+	return r.writeOrderOf(r.runs)
 }
 
-// readEvents reads the write events queued so far, appends their runs to
-// r.runs, and returns for each capture 1 + the index of its last event in
-// what it read (0: none). A queue overflow empties r.runs and returns no
-// events.
-func (r *reader) readEvents() [2]int {
-	var last [2]int // 1 + index of the capture's last event; 0: none
-	if r.notifyFD >= 0 {
-		seq, overflow := 0, false
-		for {
-			n, err := unix.Read(r.notifyFD, r.evbuf)
-			if err == unix.EINTR {
-				continue
-			}
-			if err != nil || n <= 0 {
-				break
-			}
-			for off := 0; off+unix.SizeofInotifyEvent <= n; {
-				// struct inotify_event: wd, mask, cookie, len, name[len].
-				b := r.evbuf[off:]
-				wd := int32(binary.NativeEndian.Uint32(b[0:]))
-				mask := binary.NativeEndian.Uint32(b[4:])
-				off += unix.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(b[12:]))
-				if mask&unix.IN_Q_OVERFLOW != 0 {
-					overflow = true
-				}
-				for i, w := range r.wds {
-					if wd == w && mask&unix.IN_MODIFY != 0 {
-						seq++
-						last[i] = seq
-						if len(r.runs) == 0 || r.runs[len(r.runs)-1] != i {
-							r.runs = append(r.runs, i)
-						}
-					}
-				}
-			}
+// readEvents reads the write events queued so far and appends their runs
+// to r.runs (consecutive writes to one capture are one run). A queue
+// overflow empties r.runs: the order is then unknown.
+func (r *reader) readEvents() {
+	if r.notifyFD < 0 {
+		return
+	}
+	overflow := false
+	for {
+		n, err := unix.Read(r.notifyFD, r.evbuf)
+		if err == unix.EINTR {
+			continue
 		}
-		if overflow {
-			last = [2]int{}
-			r.runs = r.runs[:0]
+		if err != nil || n <= 0 {
+			break
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			// struct inotify_event: wd, mask, cookie, len, name[len].
+			b := r.evbuf[off:]
+			wd := int32(binary.NativeEndian.Uint32(b[0:]))
+			mask := binary.NativeEndian.Uint32(b[4:])
+			off += unix.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(b[12:]))
+			if mask&unix.IN_Q_OVERFLOW != 0 {
+				overflow = true
+			}
+			for i, w := range r.wds {
+				if wd == w && mask&unix.IN_MODIFY != 0 && (len(r.runs) == 0 || r.runs[len(r.runs)-1] != i) {
+					r.runs = append(r.runs, i)
+				}
+			}
 		}
 	}
-	return last
+	if overflow {
+		r.runs = r.runs[:0]
+	}
 }
 
 // interleaveMax bounds what interleave reads of each output, in bytes.
@@ -567,16 +544,21 @@ func (r *reader) bothRuns() bool {
 }
 
 // writeOrderOf orders the captures by the last run of each in runs (see
-// writeOrder), stdout first where runs say nothing.
+// writeOrder): a capture with no run after the ones with, stdout first
+// where runs say nothing. The result is valid until the next call.
 func (r *reader) writeOrderOf(runs []int) []*capture {
+	if len(r.caps) < 2 {
+		return r.caps
+	}
 	last := [2]int{-1, -1}
 	for k, i := range runs {
 		last[i] = k
 	}
+	r.order = [2]*capture{r.caps[0], r.caps[1]}
 	if last[1] >= 0 && (last[0] < 0 || last[1] < last[0]) {
-		return []*capture{r.caps[1], r.caps[0]}
+		r.order = [2]*capture{r.caps[1], r.caps[0]}
 	}
-	return r.caps[:2]
+	return r.order[:]
 }
 
 // small reports whether both outputs together hold less than
