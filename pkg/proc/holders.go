@@ -88,27 +88,25 @@ func findHolders(procRoot string, targets []holderTarget, self int, budget time.
 	if len(targets) == 0 {
 		return nil
 	}
-	d, err := os.Open(procRoot)
+	pids, err := procPIDs(procRoot)
 	if err != nil {
 		return nil
 	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
 	deadline := time.Now().Add(budget)
 	var out []PipeHolder
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil || pid == self {
+	for _, pid := range pids {
+		if pid == self {
 			continue
 		}
 		if time.Now().After(deadline) {
 			break
 		}
-		held := heldOutputs(procRoot+"/"+name+"/fd", targets)
+		dir := procRoot + "/" + strconv.Itoa(pid)
+		held := heldOutputs(dir+"/fd", targets)
 		if len(held) == 0 {
 			continue
 		}
-		out = append(out, PipeHolder{PID: pid, Argv: readCmdline(procRoot + "/" + name + "/cmdline"), Outputs: held})
+		out = append(out, PipeHolder{PID: pid, Argv: readCmdline(dir + "/cmdline"), Outputs: held})
 	}
 	slices.SortFunc(out, func(a, b PipeHolder) int { return a.PID - b.PID })
 	return out

@@ -62,6 +62,22 @@ func readStat(root string, pid int) (procEntry, error) {
 // scanProcs returns every process of root (normally "/proc"); processes
 // that vanish meanwhile are left out.
 func scanProcs(root string) ([]procEntry, error) {
+	pids, err := procPIDs(root)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]procEntry, 0, len(pids))
+	for _, pid := range pids {
+		if e, err := readStat(root, pid); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// procPIDs lists the process ids under root (normally "/proc"): its
+// entries whose names are positive numbers.
+func procPIDs(root string) ([]int, error) {
 	d, err := os.Open(root)
 	if err != nil {
 		return nil, err
@@ -71,17 +87,13 @@ func scanProcs(root string) ([]procEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]procEntry, 0, len(names))
+	pids := make([]int, 0, len(names))
 	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil || pid <= 0 {
-			continue
-		}
-		if e, err := readStat(root, pid); err == nil {
-			out = append(out, e)
+		if pid, err := strconv.Atoi(n); err == nil && pid > 0 {
+			pids = append(pids, pid)
 		}
 	}
-	return out, nil
+	return pids, nil
 }
 
 // treeOf returns the tree of process root found in procs, root itself
