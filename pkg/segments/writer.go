@@ -78,8 +78,9 @@ type WriterOptions struct {
 	// UTF-8 without control characters. "" means DefaultWriterID.
 	WriterID string
 	// StoreWhenBusy, with CompressZstd, stores a closed block as plain
-	// records instead of waiting when every background compressor is busy
-	// (and up to storedBlocks such blocks wait behind them): the writer then
+	// records instead of waiting when busyBlocks blocks are still being
+	// compressed or Busy says the producer falls behind (and up to
+	// storedBlocks such blocks wait behind them): the writer then almost
 	// never waits on compression, only on its io.Writer, at the cost of a
 	// larger capture while its producer is faster than zstd. ds wrap sets
 	// it, so that a child writing faster than two cores compress fills no
