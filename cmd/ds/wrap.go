@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -295,6 +297,55 @@ type capture struct {
 	stop     chan struct{}
 	done     chan error
 	events   []frames.Event
+	keeps    keepPolicy
+}
+
+// keepPolicy says which frames the segment summaries of a capture keep a
+// copy of (segments.WriterOptions.Keep), by channel: the ends of the
+// clock (the capture's time span) and of the health records (the
+// writer's latest counters), every health record that places a loss, and
+// every lifecycle record (how the command started and exited). ds info
+// then reads all of that from the summaries. Channel ids are handed out
+// from 1, so a slice indexed by id holds the channels' rules.
+type keepPolicy []segments.Keep
+
+func (k *keepPolicy) declare(d frames.ChannelDescriptor) {
+	var rule segments.Keep
+	switch {
+	case d.Name == frames.ClockChannel:
+		rule = segments.KeepEnds
+	case d.Name == frames.HealthChannel:
+		rule = segments.KeepEnds | keepLoss
+	case strings.HasPrefix(d.Name, "proc.") && strings.HasSuffix(d.Name, ".lifecycle"):
+		rule = segments.KeepFrame
+	default:
+		return
+	}
+	if d.ID >= 1<<16 {
+		return // not a channel ds wrap registers
+	}
+	for int(d.ID) >= len(*k) {
+		*k = append(*k, segments.KeepNone)
+	}
+	(*k)[d.ID] = rule
+}
+
+// keepLoss marks the health channel: its records that carry "loss" are
+// kept whole.
+const keepLoss segments.Keep = 0x80
+
+func (k keepPolicy) keep(ch frames.ChannelID, payload []byte) segments.Keep {
+	if int(ch) >= len(k) {
+		return segments.KeepNone
+	}
+	rule := k[ch]
+	if rule&keepLoss != 0 {
+		if bytes.Contains(payload, []byte(`"loss":`)) {
+			return segments.KeepFrame
+		}
+		return rule &^ keepLoss
+	}
+	return rule
 }
 
 // newCaptureFile creates a capture named LABEL-YYYYMMDDTHHMMSS.dss in dir,
@@ -419,8 +470,12 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 		c.closeFile()
 		return nil, err
 	}
+	for _, d := range c.endpoint.Catalog() {
+		c.keeps.declare(d)
+	}
 	c.w, err = segments.NewWriter(w, desc, c.endpoint.Catalog(), segments.WriterOptions{
 		Compression: comp, WriterID: "ds " + dsVersion(),
+		Keep: func(ch frames.ChannelID, payload []byte) segments.Keep { return c.keeps.keep(ch, payload) },
 		// By default never wait on zstd, and store blocks plain while the
 		// queue (counting the batch being written) is over half full: a
 		// capture larger than it could be, rather than output dropped. With --backpressure the child waits
@@ -610,6 +665,7 @@ func (c *capture) write(flush bool) error {
 	for _, ev := range c.events {
 		switch ev.Kind {
 		case frames.EventChannelDeclared:
+			c.keeps.declare(*ev.Channel)
 			if err == nil {
 				err = c.w.DeclareChannel(*ev.Channel)
 			}

@@ -213,6 +213,13 @@ func dumpEntry(e Entry) string {
 		return fmt.Sprintf("frame %s ch=%d pos=%d %q%s", e.Stream, e.Frame.Channel, e.Frame.Position, p, suffix)
 	case EntryStreamEnded:
 		return fmt.Sprintf("ended %s", e.Stream)
+	case EntrySummary:
+		sum := e.Summary
+		pos := "none"
+		if sum.First != nil {
+			pos = fmt.Sprintf("%d–%d", *sum.First, *sum.Last)
+		}
+		return fmt.Sprintf("summary %s seq=%d length=%d frames=%d bytes=%d positions=%s ordered=%v ended=%v channels=%d kept=%d", e.Stream, sum.Seq, sum.Length, sum.Frames, sum.Bytes, pos, sum.Ordered, sum.Ended, len(sum.Channels), len(sum.Kept))
 	case EntryUnknown:
 		if e.Err != nil {
 			return fmt.Sprintf("unknown %s %v: %v", e.Stream, e.Type, e.Err)

@@ -25,6 +25,10 @@ const (
 	EntryFrame
 	// EntryStreamEnded is a StreamEnded record of Entry.Stream.
 	EntryStreamEnded
+	// EntrySummary is a SegmentSummary record, the last of its segment:
+	// Entry.Summary. It is what the segment's writer says the segment
+	// holds; the entries before it are what it holds.
+	EntrySummary
 	// EntryUnknown is a record this reader cannot interpret and skipped:
 	// a reserved record type (Entry.Type), or a Block of an unknown codec
 	// (Entry.Err wraps wireformat.ErrUnknownCodec). Experimental record
@@ -32,9 +36,10 @@ const (
 	EntryUnknown
 )
 
-var entryKindNames = [...]string{"", "Segment", "Channel", "Frame", "StreamEnded", "Unknown"}
+var entryKindNames = [...]string{"", "Segment", "Channel", "Frame", "StreamEnded", "Summary", "Unknown"}
 
-// String returns "Segment", "Channel", "Frame", "StreamEnded" or "Unknown".
+// String returns "Segment", "Channel", "Frame", "StreamEnded", "Summary" or
+// "Unknown".
 func (k EntryKind) String() string {
 	if k >= 1 && int(k) < len(entryKindNames) {
 		return entryKindNames[k]
@@ -55,6 +60,7 @@ type Entry struct {
 	Header  *wireformat.Header        // EntrySegment
 	Channel *frames.ChannelDescriptor // EntryChannel
 	Frame   frames.Frame              // EntryFrame
+	Summary *wireformat.Summary       // EntrySummary
 	Type    wireformat.RecordType     // EntryUnknown: the record type
 	Err     error                     // EntryUnknown: why it was skipped, if not for its type
 }
@@ -92,6 +98,10 @@ type ReaderOptions struct {
 	// Context, if not nil, ends a following reader's waits: Next then
 	// returns Context.Err(). It is not consulted otherwise.
 	Context context.Context
+	// Offset is the input offset of src's first byte, for a reader of
+	// part of a capture (a [Span]): entry offsets and damaged ranges are
+	// reported from it.
+	Offset int64
 }
 
 // A Reader reads a DSS capture (ds-format(5)): any sequence of segments of
@@ -136,7 +146,7 @@ type Reader struct {
 // NewReader returns a Reader of src. It reads nothing yet: the first call
 // to [Reader.Next] does.
 func NewReader(src io.Reader, opts ReaderOptions) *Reader {
-	r := &Reader{src: src, max: opts.MaxRecordSize, follow: opts.Follow, pollInterval: opts.PollInterval, ctx: opts.Context}
+	r := &Reader{src: src, max: opts.MaxRecordSize, follow: opts.Follow, pollInterval: opts.PollInterval, ctx: opts.Context, base: opts.Offset}
 	if r.max <= 0 {
 		r.max = wireformat.DefaultMaxRecordSize
 	}
@@ -393,6 +403,12 @@ func (r *Reader) decode(e *Entry, payload []byte, rec wireformat.Record, off int
 		*e = Entry{Kind: EntryChannel, Offset: off, Stream: stream, Channel: &d}
 	case rec.Type == wireformat.TypeStreamEnded:
 		*e = Entry{Kind: EntryStreamEnded, Offset: off, Stream: stream}
+	case rec.Type == wireformat.TypeSummary:
+		sum, err := wireformat.ParseSummaryBody(rec.Body)
+		if err != nil {
+			return false, err
+		}
+		*e = Entry{Kind: EntrySummary, Offset: off, Stream: stream, Summary: &sum}
 	case rec.Type.Reserved():
 		*e = Entry{Kind: EntryUnknown, Offset: off, Stream: stream, Type: rec.Type}
 	default: // experimental

@@ -250,7 +250,7 @@ func TestReaderDamage(t *testing.T) {
 		}},
 		{"reserved and experimental records", func(c *builder) []expect {
 			h := c.header(descS)
-			r1 := c.record(0x05, []byte("a future record"))
+			r1 := c.record(0x06, []byte("a future record"))
 			c.record(0x40, []byte("private"))
 			r2 := c.record(0x3F, []byte("escaped "+wireformat.Magic))
 			f := c.frame(1, 0, "a")

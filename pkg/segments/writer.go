@@ -94,13 +94,24 @@ type WriterOptions struct {
 	// Rand is the source of segment ids. nil means crypto/rand; tests pass
 	// a deterministic reader to make captures reproducible.
 	Rand io.Reader
+	// Keep says which frames each segment's summary keeps a copy of
+	// (ds-format(5) "SegmentSummary"), so that ds info can tell what they
+	// say from the summaries alone: the producer, which made the payloads,
+	// decides; the writer never looks inside one. nil keeps none. It is
+	// called for every frame, with the payload valid during the call.
+	Keep func(channel frames.ChannelID, payload []byte) Keep
 }
 
 // A Writer writes one stream as a DSS capture (ds-format(5)) to an
 // io.Writer. It never seeks. The first segment header (with the stream
-// descriptor and the catalog given to [NewWriter]) is written with the first
-// flush; a new segment, whose header carries the full catalog, starts
-// whenever the current one has reached WriterOptions.SegmentSize.
+// descriptor, the catalog given to [NewWriter] and every channel declared
+// before it) is written with the first record or flush; a new segment,
+// whose header carries the full catalog, starts whenever the current one
+// has reached WriterOptions.SegmentSize, and at the next record after a
+// channel is declared once the header is out, so that every segment's
+// header names every channel its frames use. Each segment ends with a
+// SegmentSummary record (its counts, and the frames WriterOptions.Keep
+// asks for), which lets a reader walk the capture from its end.
 //
 // Records are buffered: [Writer.Flush] writes them out (call it at every
 // drain tick), [Writer.Sync] also syncs the file, and [Writer.Close] ends
@@ -138,9 +149,13 @@ type Writer struct {
 	maxPending    int
 
 	started  bool // a segment header has been emitted
+	rotate   bool // a channel was declared: start a new segment at the next record
 	seq      uint64
-	seed     uint32 // CRC seed of the current segment
-	segBytes int64  // bytes of the current segment emitted so far
+	segID    [8]byte
+	seed     uint32   // CRC seed of the current segment
+	segBytes int64    // bytes of the current segment emitted so far
+	seg      segStats // what the current segment holds, for its summary
+	open     segStats // what the open block holds
 
 	err    error // sticky
 	closed bool
@@ -177,9 +192,18 @@ func NewWriter(w io.Writer, desc frames.StreamDescriptor, catalog []frames.Chann
 			sw.catalog = slices.Insert(sw.catalog, i, d)
 		}
 	}
-	if err := sw.startSegment(); err != nil {
-		return nil, err
+	// The first header is written with the first record or flush, so that
+	// it names the channels declared until then; its id is drawn now and
+	// its fields checked, so that a bad identity or id source fails here.
+	if _, err := io.ReadFull(opts.Rand, sw.segID[:]); err != nil {
+		return nil, fmt.Errorf("segments: segment id: %w", err)
 	}
+	h := wireformat.Header{Writer: opts.WriterID, Stream: desc, Channels: sw.catalog}
+	if _, err := wireformat.AppendHeader(nil, &h); err != nil && !errors.Is(err, wireformat.ErrMagicInHeader) {
+		return nil, fmt.Errorf("segments: segment header: %w", err)
+	}
+	sw.seg.reset()
+	sw.open.reset()
 	return sw, nil
 }
 
@@ -205,14 +229,20 @@ func sameDescriptor(a, b frames.ChannelDescriptor) bool {
 		a.Content.Equal(b.Content)
 }
 
-// startSegment emits the header of a new segment with a fresh id.
+// startSegment emits the header of a new segment with a fresh id, after
+// the summary of the current one.
 func (w *Writer) startSegment() error {
 	if w.started {
+		if err := w.endSegment(); err != nil {
+			return err
+		}
 		w.seq++
 	}
 	h := wireformat.Header{Seq: w.seq, Writer: w.opts.WriterID, Stream: w.desc, Channels: w.catalog}
 	for try := 0; ; try++ {
-		if _, err := io.ReadFull(w.opts.Rand, h.SegmentID[:]); err != nil {
+		if try == 0 && !w.started {
+			h.SegmentID = w.segID // drawn by NewWriter
+		} else if _, err := io.ReadFull(w.opts.Rand, h.SegmentID[:]); err != nil {
 			return fmt.Errorf("segments: segment id: %w", err)
 		}
 		n := len(w.buf)
@@ -224,11 +254,43 @@ func (w *Writer) startSegment() error {
 		if err != nil {
 			return fmt.Errorf("segments: segment header: %w", err)
 		}
-		w.started = true
-		w.seed = h.Seed()
+		w.started, w.rotate = true, false
+		w.segID, w.seed = h.SegmentID, h.Seed()
 		w.segBytes = int64(len(w.buf) - n)
+		w.seg.reset()
 		return nil
 	}
+}
+
+// endSegment appends the current segment's SegmentSummary. A summary too
+// large for its record (a stream of very many channels) leaves out its
+// kept frames, then its channel counts.
+func (w *Writer) endSegment() error {
+	sum := w.seg.summary(w.segID, w.seq, w.segBytes)
+	for try := 0; ; try++ {
+		var err error
+		n := len(w.buf)
+		w.buf, err = wireformat.AppendSummary(w.buf, sum)
+		switch {
+		case err == nil:
+			w.segBytes += int64(len(w.buf) - n)
+			return nil
+		case errors.Is(err, wireformat.ErrTooLarge) && try == 0:
+			sum.Kept, sum.KeptAll = nil, false
+		case errors.Is(err, wireformat.ErrTooLarge) && try == 1:
+			sum.Channels = nil
+		default:
+			return fmt.Errorf("segments: segment summary: %w", err)
+		}
+	}
+}
+
+// keep asks WriterOptions.Keep about frame f.
+func (w *Writer) keep(f frames.Frame) Keep {
+	if w.opts.Keep == nil {
+		return KeepNone
+	}
+	return w.opts.Keep(f.Channel, f.Payload)
 }
 
 // check returns the error that a write call must return before doing
@@ -240,10 +302,11 @@ func (w *Writer) check() error {
 	return w.err
 }
 
-// beginRecord starts a new segment if the current one is full. It is
-// called before every record but StreamEnded.
+// beginRecord starts the first segment, or a new segment if the current
+// one is full or a channel was declared since it started. It is called
+// before every record but StreamEnded.
 func (w *Writer) beginRecord() error {
-	if w.segBytes < w.opts.SegmentSize {
+	if w.started && w.segBytes < w.opts.SegmentSize && !w.rotate {
 		return nil
 	}
 	if err := w.startSegment(); err != nil {
@@ -276,8 +339,9 @@ func (w *Writer) writeBuf() error {
 }
 
 // DeclareChannel records a channel that appeared after the writer started:
-// a ChannelDeclared record, and an entry in the catalog of every later
-// segment header. d must be of the writer's stream (else an error wrapping
+// it is in the catalog of every later segment header, and if the current
+// segment's header is already written, the next record starts a new
+// segment (ds writes no ChannelDeclared records). d must be of the writer's stream (else an error wrapping
 // wireformat.ErrWrongStream). Declaring an id again with the same
 // descriptor does nothing; with another descriptor it is [ErrConflict].
 // After Close it returns [ErrClosed].
@@ -296,13 +360,18 @@ func (w *Writer) DeclareChannel(d frames.ChannelDescriptor) error {
 	if len(body) > wireformat.DefaultMaxRecordSize {
 		return fmt.Errorf("segments: channel %d: %w: descriptor of %d bytes", d.ID, wireformat.ErrTooLarge, len(body))
 	}
-	// Frames written before the declaration go out first, so that a
-	// segment started for their block cannot announce the channel early.
-	if err := w.flushBlocks(); err != nil {
-		return err
+	if w.started {
+		// The header is out: frames written before the declaration go out
+		// in this segment, and the next record starts a new one whose
+		// header names the channel. One flipped byte then never leaves a
+		// channel nameless beyond its own segment.
+		if err := w.flushBlocks(); err != nil {
+			return err
+		}
+		w.rotate = true
 	}
 	w.catalog = slices.Insert(w.catalog, i, d)
-	return w.writePlain(wireformat.Record{Type: wireformat.TypeChannelDeclared, Body: body})
+	return nil
 }
 
 // writePlain writes out the blocks and writes rec as a plain record.
@@ -340,6 +409,7 @@ func (w *Writer) WriteFrame(f frames.Frame) error {
 			w.block = wireformat.AppendInnerFrame(w.block, f, w.blockNext)
 			w.blockNext = f.Position + 1
 			w.plainLen += size + wireformat.RecordOverhead
+			w.open.add(f, w.keep(f))
 			return nil
 		}
 		if err := w.flushBlocks(); err != nil { // too large for a block: plain
@@ -354,6 +424,7 @@ func (w *Writer) WriteFrame(f frames.Frame) error {
 	if w.buf, err = wireformat.AppendFrame(w.buf, w.seed, f); err != nil {
 		return fmt.Errorf("segments: %w", err)
 	}
+	w.seg.add(f, w.keep(f))
 	return w.endRecord(len(w.buf) - n)
 }
 
@@ -362,6 +433,7 @@ func (w *Writer) WriteFrame(f frames.Frame) error {
 type pendingBlock struct {
 	content  []byte // inner records
 	plainLen int    // their size as plain records
+	stats    segStats
 	stored   bool   // not compressed: written out as plain records
 	body     []byte // the Block record body, once done
 	err      error
@@ -402,6 +474,8 @@ func (w *Writer) endBlock() error {
 		p = &pendingBlock{}
 	}
 	p.content, w.block = w.block, p.content[:0]
+	p.stats, w.open = w.open, p.stats
+	w.open.reset()
 	p.plainLen, w.plainLen, w.blockNext = w.plainLen, 0, 0
 	p.done = make(chan struct{})
 	p.stored = store
@@ -474,7 +548,11 @@ func (w *Writer) drainOne() error {
 		return w.err
 	}
 	if !p.stored && len(p.body)+wireformat.RecordOverhead < p.plainLen {
-		return w.appendRecord(wireformat.Record{Type: wireformat.TypeBlock, Body: p.body})
+		if err := w.appendRecord(wireformat.Record{Type: wireformat.TypeBlock, Body: p.body}); err != nil {
+			return err
+		}
+		w.seg.merge(&p.stats)
+		return nil
 	}
 	next := frames.Position(0)
 	for content := p.content; len(content) > 0; {
@@ -496,6 +574,7 @@ func (w *Writer) drainOne() error {
 			w.err = fmt.Errorf("segments: %w", err)
 			return w.err
 		}
+		w.seg.add(f, w.keep(f))
 		if err := w.endRecord(len(w.buf) - n); err != nil {
 			return err
 		}
@@ -564,6 +643,14 @@ func (w *Writer) Flush() error {
 	if err := w.flushBlocks(); err != nil {
 		return err
 	}
+	if !w.started || w.rotate {
+		// Nothing written yet, or channels declared since the header: a
+		// header, so that a reader sees the stream and every channel
+		// declared so far.
+		if err := w.beginRecord(); err != nil {
+			return err
+		}
+	}
 	return w.writeBuf()
 }
 
@@ -590,10 +677,20 @@ func (w *Writer) Close() error {
 		return w.err
 	}
 	if w.err == nil {
-		if err := w.flushBlocks(); err == nil {
-			// StreamEnded never starts a segment.
+		err := w.flushBlocks()
+		if err == nil && (!w.started || w.rotate) {
+			err = w.beginRecord() // a header to name the channels declared last
+		}
+		if err == nil {
+			// StreamEnded never starts a segment otherwise: it and the
+			// summary end the current one.
+			n := len(w.buf)
 			w.buf, _ = wireformat.AppendRecord(w.buf, w.seed, wireformat.Record{Type: wireformat.TypeStreamEnded})
-			_ = w.writeBuf()
+			w.segBytes += int64(len(w.buf) - n)
+			w.seg.ended = true
+			if w.err = w.endSegment(); w.err == nil {
+				_ = w.writeBuf()
+			}
 		}
 	}
 	w.closed = true

@@ -182,7 +182,7 @@ func TestWriterArgumentErrors(t *testing.T) {
 	}
 	res := readAll(t, buf.Bytes(), ReaderOptions{})
 	want := []frames.Event{frames.StreamDeclaredEvent(descS), frames.ChannelDeclaredEvent(c1), frameEvent(streamS, frames.Frame{Channel: 1, Payload: []byte("ok")}), frames.StreamEndedEvent(streamS)}
-	if diff := cmp.Diff(want, toEvents(res.entries), eventCmp); diff != "" || len(res.entries) != 3 {
+	if diff := cmp.Diff(want, toEvents(res.entries), eventCmp); diff != "" || len(res.entries) != 4 {
 		t.Errorf("%d entries; events (-want +got):\n%s", len(res.entries), diff)
 	}
 }
@@ -223,7 +223,7 @@ func TestWriterBlocks(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if got := recordTypes(t, buf.Bytes()); got != "H Block StreamEnded" {
+		if got := recordTypes(t, buf.Bytes()); got != "H Block StreamEnded SegmentSummary" {
 			t.Errorf("records: %s", got)
 		}
 		if buf.Len() > len(line)*len(evs)/10 {
@@ -259,7 +259,7 @@ func TestWriterBlocks(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if got := recordTypes(t, buf.Bytes()); got != "H Frame Frame Frame ChannelDeclared StreamEnded" {
+		if got := recordTypes(t, buf.Bytes()); got != "H Frame Frame Frame SegmentSummary H StreamEnded SegmentSummary" {
 			t.Errorf("records: %s", got)
 		}
 	})
@@ -300,7 +300,8 @@ func TestWriterRotation(t *testing.T) {
 			}
 		}
 		ids = append(ids, h.SegmentID)
-		if len(ids) > 1 && s.start-start > 1000+100 {
+		// The segment size, one more record, and the summary that ends it.
+		if len(ids) > 1 && s.start-start > 1000+100+300 {
 			t.Errorf("segment at %d is %d bytes, segment size 1000", start, s.start-start)
 		}
 		start = s.start

@@ -110,6 +110,11 @@ func TestSpecExamplesEncode(t *testing.T) {
 		"frame-escaped": func() ([]byte, error) { return AppendFrame(nil, seed, exEscaped) },
 		"block":         func() ([]byte, error) { return AppendBlock(nil, seed, content) },
 		"stream-ended":  func() ([]byte, error) { return AppendRecord(nil, seed, Record{Type: TypeStreamEnded}) },
+		"segment-summary": func() ([]byte, error) {
+			first, last := frames.Position(0), frames.Position(3)
+			return AppendSummary(nil, &Summary{SegmentID: "0102030405060708", Length: 284, Frames: 4, Bytes: 14, First: &first, Last: &last, Ordered: true, Ended: true,
+				Channels: []ChannelCount{{ID: 1, Frames: 4, Bytes: 14, First: 0, Last: 3}}, Kept: []KeptFrame{}, KeptAll: true})
+		},
 	}
 	for name, enc := range encoders {
 		want, ok := ex[name]
@@ -136,11 +141,11 @@ func TestSpecExamplesEncode(t *testing.T) {
 func TestSpecExampleCapture(t *testing.T) {
 	ex := specExamples(t)
 	var capture []byte
-	for _, name := range []string{"header", "channel-declared", "frame", "frame-escaped", "block", "stream-ended"} {
+	for _, name := range []string{"header", "channel-declared", "frame", "frame-escaped", "block", "stream-ended", "segment-summary"} {
 		capture = append(capture, ex[name]...)
 	}
-	if len(capture) != 284 {
-		t.Errorf("capture is %d bytes, the man page says 284", len(capture))
+	if len(capture) != 525 {
+		t.Errorf("capture is %d bytes, the man page says 525", len(capture))
 	}
 	h, n, err := ParseHeader(capture)
 	if err != nil {
@@ -188,11 +193,20 @@ func TestSpecExampleCapture(t *testing.T) {
 			}
 		case TypeStreamEnded:
 			got = append(got, "StreamEnded")
+		case TypeSummary:
+			sum, err := ParseSummaryBody(rec.Body)
+			if err != nil || sum.Check() != nil {
+				t.Fatalf("summary: %v %v", err, sum.Check())
+			}
+			if at := len(capture) - len(b) - n; int64(at) != sum.Length {
+				t.Errorf("summary at %d says its header is %d bytes before it", at, sum.Length)
+			}
+			got = append(got, "SegmentSummary")
 		default:
 			t.Fatalf("unexpected %v", rec.Type)
 		}
 	}
-	want := []any{exChannel, exFrame, exEscaped, exBlock[0], exBlock[1], "StreamEnded"}
+	want := []any{exChannel, exFrame, exEscaped, exBlock[0], exBlock[1], "StreamEnded", "SegmentSummary"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}

@@ -48,7 +48,7 @@ func TestRecordTypeClasses(t *testing.T) {
 			t.Errorf("%v.Valid() = %v, want %v", typ, valid, wantValid)
 		}
 	}
-	for typ, want := range map[RecordType]string{TypeFrame: "Frame", 0x05: "Reserved(0x05)", 0x40: "Experimental(0x40)", 0x89: "RecordType(0x89)", 0x0A: "RecordType(0x0a)"} {
+	for typ, want := range map[RecordType]string{TypeFrame: "Frame", 0x06: "Reserved(0x06)", TypeSummary: "SegmentSummary", 0x40: "Experimental(0x40)", 0x89: "RecordType(0x89)", 0x0A: "RecordType(0x0a)"} {
 		if got := typ.String(); got != want {
 			t.Errorf("String() = %q, want %q", got, want)
 		}
@@ -66,7 +66,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		{name: "lone 0x89 bytes are not escaped", rec: Record{Type: TypeFrame, Body: []byte{1, 2, 0x89, 0x89, 'D', 'S', 'S', 0x89}}},
 		{name: "magic in body", rec: Record{Type: TypeFrame, Body: append([]byte{1, 2}, Magic...)}, wantEscaped: true},
 		{name: "magic twice and 89 at end", rec: Record{Type: TypeFrame, Body: []byte{1, 2, 0x89, 0x00, 0x89, 'D', 'S', 'S', '\r', '\n', 0x1A, '\n', 0x89, 'D', 'S', 'S', '\r', '\n', 0x1A, '\n', 0x89}}, wantEscaped: true},
-		{name: "reserved", rec: Record{Type: 0x05, Body: []byte("future")}},
+		{name: "reserved", rec: Record{Type: 0x06, Body: []byte("future")}},
 		{name: "experimental with magic", rec: Record{Type: 0x7F, Body: []byte("x" + Magic)}, wantEscaped: true},
 		{name: "stream ended with extra body", rec: Record{Type: TypeStreamEnded, Body: []byte{1}}},
 	}
@@ -250,7 +250,7 @@ func TestMagicOnlyAtHeaderStarts(t *testing.T) {
 		}
 		return b
 	}
-	types := []RecordType{TypeChannelDeclared, TypeFrame, TypeStreamEnded, 0x05, 0x3F, 0x40, 0x44, 0x53, 0x7F}
+	types := []RecordType{TypeChannelDeclared, TypeFrame, TypeStreamEnded, TypeSummary, 0x06, 0x3F, 0x40, 0x44, 0x53, 0x7F}
 	iters := 20000
 	if testing.Short() {
 		iters = 2000

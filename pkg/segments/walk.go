@@ -1,0 +1,215 @@
+package segments
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/ds-telemetry/ds/pkg/wireformat"
+)
+
+// Span is one part of a capture found by a [BackWalker]: a segment, from
+// its header to the end of its summary, or input a reader must read
+// record by record.
+type Span struct {
+	// Offset and End delimit the span's bytes of input: [Offset, End).
+	Offset, End int64
+	// Header is the segment's header; nil when the span does not start
+	// with a readable one (input before the first header, or a damaged
+	// header).
+	Header *wireformat.Header
+	// HeaderSize is the size in bytes of Header as stored.
+	HeaderSize int64
+	// Summary is the segment's SegmentSummary, when it ends the span and
+	// agrees with itself and with Header; nil otherwise, and then the span
+	// must be read to know what it holds (a segment of a writer that was
+	// killed, of an older writer, or whose summary is damaged).
+	Summary *wireformat.Summary
+}
+
+// Sizes of what a BackWalker reads at a time, in bytes: the end of a span
+// where a summary may be (most are a few hundred bytes, all at most
+// wireformat.MaxSummarySize), and the chunks it reads backwards looking for
+// a segment header's magic.
+const (
+	summaryProbe = 4 << 10
+	magicChunk   = 1 << 20
+)
+
+// A BackWalker walks a capture from its end to its start, one [Span] at
+// a time, reading only segment headers and summaries where the writer
+// left them (ds-format(5) "READING FROM THE END"). Where a segment has no
+// summary it finds the segment's start by the magic (which appears in a
+// capture only where a header starts) and returns the span unsummarised.
+//
+// Nothing it returns is trusted over the frames: a summary counts only
+// if its record checks, it agrees with itself ([wireformat.Summary.Check])
+// and the header it points back to checks and carries the same segment id
+// and sequence number. A summary that fails any of these is not returned,
+// and the span is returned for reading instead.
+//
+// It reads with ReadAt, so it needs a file (or any io.ReaderAt), not a
+// pipe. It holds at most one summary probe, one header and one magic
+// chunk: about 1 MiB, or a header's size when larger.
+type BackWalker struct {
+	r   io.ReaderAt
+	end int64 // the walk has returned everything from end on
+	buf []byte
+	// BytesRead counts the bytes read so far, for tests and benchmarks.
+	BytesRead int64
+}
+
+// NewBackWalker returns a walker of the size bytes of r.
+func NewBackWalker(r io.ReaderAt, size int64) *BackWalker {
+	return &BackWalker{r: r, end: size}
+}
+
+// Prev returns the span that ends where the previous call's span began
+// (the first call: the end of the input). It returns io.EOF once the
+// start of the input is reached, and any read error.
+func (w *BackWalker) Prev() (Span, error) {
+	if w.end <= 0 {
+		return Span{}, io.EOF
+	}
+	end := w.end
+	sp, ok, err := w.summarised(end)
+	if err != nil {
+		return Span{}, err
+	}
+	if !ok {
+		if sp, err = w.unsummarised(end); err != nil {
+			return Span{}, err
+		}
+	}
+	w.end = sp.Offset
+	return sp, nil
+}
+
+// All returns every span of the input, in input order.
+func (w *BackWalker) All() ([]Span, error) {
+	var spans []Span
+	for {
+		sp, err := w.Prev()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		spans = append(spans, sp)
+	}
+	for i, j := 0, len(spans)-1; i < j; i, j = i+1, j-1 {
+		spans[i], spans[j] = spans[j], spans[i]
+	}
+	return spans, nil
+}
+
+// readAt reads input[off:off+n] into the walker's buffer.
+func (w *BackWalker) readAt(off int64, n int) ([]byte, error) {
+	if cap(w.buf) < n {
+		w.buf = make([]byte, n)
+	}
+	b := w.buf[:n]
+	m, err := w.r.ReadAt(b, off)
+	w.BytesRead += int64(m)
+	if m == n {
+		return b, nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return nil, fmt.Errorf("segments: read at %d: %w", off, err)
+}
+
+// summarised returns the segment whose checked summary ends at end, if
+// there is one.
+func (w *BackWalker) summarised(end int64) (Span, bool, error) {
+	var sum wireformat.Summary
+	var start int64
+	found := false
+	n := min(summaryProbe, end)
+	b, err := w.readAt(end-n, int(n))
+	if err != nil {
+		return Span{}, false, err
+	}
+	if size, ok := wireformat.SummaryRecordSize(b); ok && int64(size) > n && int64(size) <= end {
+		// Larger than the probe: its size field says how much to read.
+		n = int64(size)
+		if b, err = w.readAt(end-n, int(n)); err != nil {
+			return Span{}, false, err
+		}
+	}
+	if s, i, ok := wireformat.FindSummary(b); ok {
+		sum, start, found = s, end-n+int64(i), true
+	}
+	if !found || start-sum.Length < 0 {
+		return Span{}, false, nil
+	}
+	hdrOff := start - sum.Length
+	h, size, err := w.headerAt(hdrOff, start)
+	if err != nil || h == nil {
+		return Span{}, false, err
+	}
+	id, _ := sum.ID()
+	if h.SegmentID != id || h.Seq != sum.Seq {
+		return Span{}, false, nil
+	}
+	return Span{Offset: hdrOff, End: end, Header: h, HeaderSize: size, Summary: &sum}, true, nil
+}
+
+// headerAt reads the segment header at off, which must end by limit. It
+// returns nil (and no error) when there is none that checks.
+func (w *BackWalker) headerAt(off, limit int64) (*wireformat.Header, int64, error) {
+	if limit-off < wireformat.HeaderOverhead {
+		return nil, 0, nil
+	}
+	b, err := w.readAt(off, wireformat.HeaderPrefixSize)
+	if err != nil {
+		return nil, 0, err
+	}
+	if string(b[:len(wireformat.Magic)]) != wireformat.Magic {
+		return nil, 0, nil
+	}
+	size := int64(binary.LittleEndian.Uint32(b[10:])) + wireformat.HeaderOverhead
+	if size > wireformat.MaxHeaderSize+wireformat.HeaderOverhead || off+size > limit {
+		return nil, 0, nil
+	}
+	if b, err = w.readAt(off, int(size)); err != nil {
+		return nil, 0, err
+	}
+	h, n, err := wireformat.ParseHeader(b)
+	if err != nil || int64(n) != size {
+		return nil, 0, nil
+	}
+	return &h, size, nil
+}
+
+// unsummarised returns the span that ends at end and starts at the last
+// magic before it, or at the start of the input when there is none.
+func (w *BackWalker) unsummarised(end int64) (Span, error) {
+	magic := []byte(wireformat.Magic)
+	hi := end
+	for hi > 0 {
+		lo := max(0, hi-magicChunk)
+		// The chunk reaches len(magic)−1 bytes past hi, so that a magic
+		// across two chunks is found, but never past end.
+		top := min(end, hi+int64(len(magic)-1))
+		b, err := w.readAt(lo, int(top-lo))
+		if err != nil {
+			return Span{}, err
+		}
+		if i := bytes.LastIndex(b, magic); i >= 0 {
+			off := lo + int64(i)
+			sp := Span{Offset: off, End: end}
+			h, size, err := w.headerAt(off, end)
+			if err != nil {
+				return Span{}, err
+			}
+			sp.Header, sp.HeaderSize = h, size
+			return sp, nil
+		}
+		hi = lo
+	}
+	return Span{Offset: 0, End: end}, nil
+}
