@@ -77,6 +77,7 @@ first. A capture that ds wrap is still writing is read to its current end.`,
 }
 
 func logAction(ctx context.Context, c *cli.Command) error {
+	limitReadMemory()
 	opts := views.LogOptions{
 		Channels:   channelFilters(c.StringSlice("channel")),
 		All:        c.Bool("all"),

@@ -102,6 +102,12 @@ type ReaderOptions struct {
 	// part of a capture (a [Span]): entry offsets and damaged ranges are
 	// reported from it.
 	Offset int64
+	// SkipBefore makes the reader skip the frames of records that start
+	// before this input offset, and the Blocks there without decompressing
+	// them (their CRC is still checked): ds tail reads a segment's header
+	// and its last blocks only. Headers and every other record are
+	// returned as usual.
+	SkipBefore int64
 }
 
 // A Reader reads a DSS capture (ds-format(5)): any sequence of segments of
@@ -111,12 +117,13 @@ type ReaderOptions struct {
 // ranges, and reads every input to its end.
 //
 // A Reader buffers its input. Its buffer grows only as input arrives, to
-// at most twice the largest header or record it must hold (or 256 KiB);
-// with one block of wireformat.MaxBlockSize and its scanning checkpoints,
-// a Reader holds at most about 36 MiB (a header of
+// at most the largest header or record it must hold plus 256 KiB (at least
+// 512 KiB). With one block of wireformat.MaxBlockSize and its scanning
+// checkpoints, a Reader holds at most about 19 MiB (a header of
 // wireformat.MaxHeaderSize that is really there) whatever lengths the
-// input claims, and about 2 MiB for ordinary captures (a 1 MiB block and its record). It is not safe for
-// concurrent use.
+// input claims, and about 2 MiB for ordinary captures (a 1 MiB block and
+// its record); a caller that keeps a decoded header's catalog keeps about
+// as much again. It is not safe for concurrent use.
 type Reader struct {
 	src          io.Reader
 	max          int
@@ -141,12 +148,15 @@ type Reader struct {
 
 	scanning bool // resync is running: keep idx.origin buffered
 	idx      crcIndex
+
+	skipBefore int64 // ReaderOptions.SkipBefore
+	alias      bool  // NextView: payloads alias buf and block
 }
 
 // NewReader returns a Reader of src. It reads nothing yet: the first call
 // to [Reader.Next] does.
 func NewReader(src io.Reader, opts ReaderOptions) *Reader {
-	r := &Reader{src: src, max: opts.MaxRecordSize, follow: opts.Follow, pollInterval: opts.PollInterval, ctx: opts.Context, base: opts.Offset}
+	r := &Reader{src: src, max: opts.MaxRecordSize, follow: opts.Follow, pollInterval: opts.PollInterval, ctx: opts.Context, base: opts.Offset, skipBefore: opts.SkipBefore}
 	if r.max <= 0 {
 		r.max = wireformat.DefaultMaxRecordSize
 	}
@@ -186,7 +196,23 @@ func (r *Reader) Next() (Entry, error) {
 // payload of the entry previously read into e is overwritten. Every other
 // field of *e is replaced.
 func (r *Reader) NextInto(e *Entry) error {
+	r.alias = false
+	return r.next(e)
+}
+
+// NextView is [Reader.NextInto] without a copy of the payload: a frame's
+// payload aliases the reader's buffers and is valid only until the next
+// call. Views that render a frame at once read this way.
+func (r *Reader) NextView(e *Entry) error {
+	r.alias = true
+	return r.next(e)
+}
+
+func (r *Reader) next(e *Entry) error {
 	payload := e.Frame.Payload[:0]
+	if r.alias {
+		payload = nil
+	}
 	*e = Entry{}
 	for {
 		if r.err != nil {
@@ -281,8 +307,9 @@ func (r *Reader) makeRoom(n int) {
 	live := r.w - keep
 	if live > len(r.buf)/2 || len(r.buf) < readBufferSize {
 		// Doubling keeps copying linear in the input read; the cap keeps
-		// the buffer within twice what the n bytes need.
-		size := min(2*len(r.buf), 2*max(r.r-keep+n, readBufferSize))
+		// the buffer within what the n bytes need and one read's worth
+		// (a 16 MiB header costs 16 MiB and 256 KiB, not 32 MiB).
+		size := min(2*len(r.buf), max(r.r-keep+n+readBufferSize, 2*readBufferSize))
 		grown := make([]byte, size)
 		r.w = copy(grown, r.buf[keep:r.w])
 		r.buf = grown
@@ -364,6 +391,9 @@ func (r *Reader) readRecord(e *Entry, payload []byte) (bool, error) {
 			return r.damaged(x, err)
 		}
 		r.seek(x + int64(n))
+		if x < r.skipBefore && (rec.Type == wireformat.TypeBlock || rec.Type == wireformat.TypeFrame) {
+			return false, nil
+		}
 		if rec.Type == wireformat.TypeBlock {
 			return r.startBlock(x, n, rec.Body, e)
 		}
@@ -393,8 +423,10 @@ func (r *Reader) decode(e *Entry, payload []byte, rec wireformat.Record, off int
 		if err != nil {
 			return false, err
 		}
-		f.Payload = append(payload, f.Payload...)
-		*e = Entry{Kind: EntryFrame, Offset: off, Stream: stream, Frame: f}
+		if !r.alias {
+			f.Payload = append(payload, f.Payload...)
+		}
+		e.Kind, e.Offset, e.Stream, e.Frame = EntryFrame, off, stream, f
 	case rec.Type == wireformat.TypeChannelDeclared:
 		d, err := r.parseChannel(rec.Body)
 		if err != nil {

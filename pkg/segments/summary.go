@@ -9,6 +9,14 @@ import (
 	"github.com/ds-telemetry/ds/pkg/wireformat"
 )
 
+// Summary is what a segment's SegmentSummary record says
+// (wireformat.Summary), as a [Span] gives it.
+type Summary = wireformat.Summary
+
+// ChannelCount is one channel's counts in a [Summary]; its Keep field
+// holds a [Keep] value (what the summary kept of the channel).
+type ChannelCount = wireformat.ChannelCount
+
 // Keep says whether a segment's summary keeps a copy of a frame
 // ([WriterOptions.Keep]).
 type Keep uint8
@@ -54,6 +62,7 @@ type chanStats struct {
 	first, last   frames.Position
 	head, tail    wireformat.KeptFrame // the ends, when kept
 	hasEnds       bool
+	keep          Keep // the most asked of any frame
 }
 
 func (s *segStats) reset() { *s = segStats{chans: s.chans[:0], keptAll: true} }
@@ -98,6 +107,7 @@ func (s *segStats) add(f frames.Frame, keep Keep) {
 	}
 	c.frames++
 	c.bytes += n
+	c.keep = max(c.keep, keep)
 	if keep == KeepNone {
 		return
 	}
@@ -147,6 +157,7 @@ func (s *segStats) merge(o *segStats) {
 		}
 		c.frames += oc.frames
 		c.bytes += oc.bytes
+		c.keep = max(c.keep, oc.keep)
 		if oc.hasEnds {
 			if !c.hasEnds {
 				c.head = wireformat.KeptFrame{Channel: oc.id, Position: oc.head.Position, Payload: bytes.Clone(oc.head.Payload)}
@@ -174,7 +185,11 @@ func (s *segStats) summary(id [8]byte, seq uint64, length int64) *wireformat.Sum
 	}
 	kept := slices.Clone(s.kept)
 	for _, c := range s.chans {
-		sum.Channels = append(sum.Channels, wireformat.ChannelCount{ID: c.id, Frames: c.frames, Bytes: c.bytes, First: c.first, Last: c.last})
+		cc := wireformat.ChannelCount{ID: c.id, Frames: c.frames, Bytes: c.bytes, First: c.first, Last: c.last}
+		if c.hasEnds {
+			cc.Keep = min(uint8(c.keep), wireformat.KeepFrames)
+		}
+		sum.Channels = append(sum.Channels, cc)
 		if c.hasEnds {
 			kept = append(kept, c.head, c.tail)
 		}

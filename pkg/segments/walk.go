@@ -30,8 +30,8 @@ type Span struct {
 
 // Sizes of what a BackWalker reads at a time, in bytes: the end of a span
 // where a summary may be (most are a few hundred bytes, all at most
-// wireformat.MaxSummarySize), and the chunks it reads backwards looking for
-// a segment header's magic.
+// wireformat.MaxSummarySize), and the largest chunk it reads backwards
+// looking for a segment header's magic (it starts at 64 KiB and doubles).
 const (
 	summaryProbe = 4 << 10
 	magicChunk   = 1 << 20
@@ -190,8 +190,8 @@ func (w *BackWalker) headerAt(off, limit int64) (*wireformat.Header, int64, erro
 func (w *BackWalker) unsummarised(end int64) (Span, error) {
 	magic := []byte(wireformat.Magic)
 	hi := end
-	for hi > 0 {
-		lo := max(0, hi-magicChunk)
+	for chunk := int64(64 << 10); hi > 0; chunk = min(2*chunk, magicChunk) {
+		lo := max(0, hi-chunk)
 		// The chunk reaches len(magic)−1 bytes past hi, so that a magic
 		// across two chunks is found, but never past end.
 		top := min(end, hi+int64(len(magic)-1))

@@ -295,3 +295,29 @@ func TestSummaryKeeps(t *testing.T) {
 		t.Errorf("kept %s, want %s", b, want)
 	}
 }
+
+// TestReaderSkipBefore: frames and blocks that start before SkipBefore are
+// skipped, headers and later records are not.
+func TestReaderSkipBefore(t *testing.T) {
+	for _, comp := range []Compression{CompressNone, CompressZstd} {
+		data := summarisedCapture(t, descS, 3000, 16<<10, comp, false)
+		all := readAll(t, data, ReaderOptions{})
+		cut := int64(len(data)) * 2 / 3
+		res := readAll(t, data, ReaderOptions{SkipBefore: cut})
+		var want, got []Entry
+		for _, e := range all.entries {
+			if e.Kind == EntrySegment || e.Offset >= cut || e.Kind != EntryFrame {
+				want = append(want, e)
+			}
+		}
+		got = res.entries
+		if len(got) != len(want) || len(res.corrupt) > 0 {
+			t.Fatalf("%v: %d entries, want %d (damage %v)", comp, len(got), len(want), res.corrupt)
+		}
+		for i := range got {
+			if got[i].Kind != want[i].Kind || got[i].Offset != want[i].Offset {
+				t.Fatalf("%v: entry %d is %v at %d, want %v at %d", comp, i, got[i].Kind, got[i].Offset, want[i].Kind, want[i].Offset)
+			}
+		}
+	}
+}

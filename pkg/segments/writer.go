@@ -404,7 +404,9 @@ func (w *Writer) WriteFrame(f frames.Frame) error {
 				size = wireformat.InnerFrameSize(f, w.blockNext)
 			}
 			if w.block == nil {
-				w.block = make([]byte, 0, w.opts.BlockSize) // never regrown
+				// Grown by append up to BlockSize, then reused: a writer
+				// of a few small frames does not hold a whole block.
+				w.block = make([]byte, 0, min(w.opts.BlockSize, 64<<10))
 			}
 			w.block = wireformat.AppendInnerFrame(w.block, f, w.blockNext)
 			w.blockNext = f.Position + 1

@@ -6,7 +6,9 @@
 //
 // [Assembler] is streaming ingest: it rebuilds each stream by position,
 // collapses duplicates (first wins), reports conflicting duplicates and
-// derives interior gaps (spec §7). The renderers turn the assembled frames
+// derives interior gaps (spec §7). It identifies frames by position: a
+// repeated position is a duplicate; payloads are hashed only where a
+// conflict can be told from a copy cheaply (see [Assembler]). The renderers turn the assembled frames
 // into what ds log and ds info print, resolving channel names from the
 // catalog carried in segment headers and ChannelDeclared records. A view
 // never fails because one payload is unknown or invalid: such payloads are
@@ -37,6 +39,22 @@
 // unfinished, and the rest of such a line becomes a line of its own. A
 // line the stream never finished is printed, as it is, when the stream
 // ends. Hidden channels (the writer's own, by default) cut nothing.
+//
+// Reading takes bounded memory whatever the input (DESIGN.md §7), because
+// nothing here keeps payloads beyond the reorder window:
+//
+//   - the [Assembler] holds out-of-order frames up to a window counted in
+//     bytes: [DefaultWindow] (8 MiB) per stream and [DefaultTotalWindow]
+//     (16 MiB) across all streams; past it the gap is declared and frames
+//     flow again. A stream whose first segment read is not its writer's
+//     first (a capture whose head was cut off) starts at once where the
+//     input starts, with an [ItemStart], instead of filling a window;
+//   - per stream it keeps a few hundred bytes of state (about 250 in the
+//     Assembler, about 300 more in an [Info], plus one small entry per
+//     channel), and more only for what it holds or remembers of gaps;
+//   - [Scan] reports a run of adjacent damaged ranges as one, and [Info]
+//     lists the first 100 gaps, drops, exits and damaged ranges and counts
+//     the rest.
 //
 // views reads only; it never writes files.
 package views

@@ -10,11 +10,17 @@ import (
 	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
-// maxListedGaps bounds how many gaps an [Info] lists per stream; the
-// counts cover all of them.
-const maxListedGaps = 100
+// Bounds of the lists an [Info] keeps; the counts cover everything.
+const (
+	// maxListedGaps bounds how many gaps (and drop places) an [Info]
+	// lists per stream.
+	maxListedGaps = 100
+	// maxListedDamage bounds how many damaged ranges it lists per input.
+	maxListedDamage = 100
+)
 
 // ChannelSummary is one channel of a stream in [Info].
 type ChannelSummary struct {
@@ -35,35 +41,45 @@ type ExitSummary struct {
 
 // StreamSummary is everything ds info reports about one stream.
 type StreamSummary struct {
-	Stream            string           `json:"stream"` // node#life
-	Node              string           `json:"node"`
-	Life              uint64           `json:"life"`
-	Origin            string           `json:"origin"`
-	Label             *string          `json:"label"`
-	Segments          int              `json:"segments"`
-	FirstPosition     *uint64          `json:"first_position"`
-	LastPosition      *uint64          `json:"last_position"`
-	Frames            uint64           `json:"frames"`
-	Bytes             uint64           `json:"bytes"` // payload bytes
-	Channels          []ChannelSummary `json:"channels"`
-	Gaps              []Gap            `json:"gaps"` // the first 100
-	GapCount          uint64           `json:"gap_count"`
-	MissingFrames     uint64           `json:"missing_frames"`
-	Duplicates        uint64           `json:"duplicates"`
-	Conflicts         uint64           `json:"conflicts"`
-	LateFrames        uint64           `json:"late_frames"`
-	MuxDropped        *uint64          `json:"mux_dropped"`        // the writer's counter, from its datastream.health records; null without one
-	SubscriberDropped *uint64          `json:"subscriber_dropped"` // idem
-	HealthRecords     uint64           `json:"health_records"`     // datastream.health records read
-	Drops             []Drop           `json:"drops"`              // where submissions were refused; the first 100
-	DropCount         uint64           `json:"drop_count"`         // places where submissions were refused
-	DroppedFrames     uint64           `json:"dropped_frames"`     // submissions refused there
-	DroppedBytes      *uint64          `json:"dropped_bytes"`      // their payload bytes; null when a record did not say
-	Ended             bool             `json:"ended"`              // a StreamEnded record was read
-	Exits             []ExitSummary    `json:"exits"`
-	TimeStart         *string          `json:"time_start"` // RFC 3339, from datastream.clock
-	TimeEnd           *string          `json:"time_end"`
-	DurationNS        *int64           `json:"duration_ns"`
+	Stream        string  `json:"stream"` // node#life
+	Node          string  `json:"node"`
+	Life          uint64  `json:"life"`
+	Origin        string  `json:"origin"`
+	Label         *string `json:"label"`
+	Segments      int     `json:"segments"`
+	FirstPosition *uint64 `json:"first_position"`
+	LastPosition  *uint64 `json:"last_position"`
+	// FirstSegment is the sequence number of the stream's first segment
+	// header read (0, and omitted, for a writer's first segment).
+	FirstSegment uint64 `json:"first_segment,omitempty"`
+	// HeadMissing says that the input lacks the frames the writer wrote
+	// before FirstPosition: the first segment read was not its first.
+	HeadMissing   bool             `json:"head_missing,omitempty"`
+	Frames        uint64           `json:"frames"`
+	Bytes         uint64           `json:"bytes"` // payload bytes
+	Channels      []ChannelSummary `json:"channels"`
+	Gaps          []Gap            `json:"gaps"` // the first 100
+	GapCount      uint64           `json:"gap_count"`
+	MissingFrames uint64           `json:"missing_frames"`
+	Duplicates    uint64           `json:"duplicates"`
+	// UncomparedDuplicates counts the duplicates whose earlier copy was
+	// not kept to compare with (see [Assembler]): a conflict among them
+	// would go unseen. Omitted when 0.
+	UncomparedDuplicates uint64        `json:"uncompared_duplicates,omitempty"`
+	Conflicts            uint64        `json:"conflicts"`
+	LateFrames           uint64        `json:"late_frames"`
+	MuxDropped           *uint64       `json:"mux_dropped"`        // the writer's counter, from its datastream.health records; null without one
+	SubscriberDropped    *uint64       `json:"subscriber_dropped"` // idem
+	HealthRecords        uint64        `json:"health_records"`     // datastream.health records read
+	Drops                []Drop        `json:"drops"`              // where submissions were refused; the first 100
+	DropCount            uint64        `json:"drop_count"`         // places where submissions were refused
+	DroppedFrames        uint64        `json:"dropped_frames"`     // submissions refused there
+	DroppedBytes         *uint64       `json:"dropped_bytes"`      // their payload bytes; null when a record did not say
+	Ended                bool          `json:"ended"`              // a StreamEnded record was read
+	Exits                []ExitSummary `json:"exits"`
+	TimeStart            *string       `json:"time_start"` // RFC 3339, from datastream.clock
+	TimeEnd              *string       `json:"time_end"`
+	DurationNS           *int64        `json:"duration_ns"`
 }
 
 // DamageSummary is one damaged byte range of an input.
@@ -79,39 +95,66 @@ type FileSummary struct {
 	Name     string          `json:"name"`
 	Bytes    int64           `json:"bytes"`
 	Segments int             `json:"segments"`
-	Damage   []DamageSummary `json:"damage"`
+	Damage   []DamageSummary `json:"damage"` // the first 100 damaged ranges
+	// DamageCount counts the damaged ranges, DamagedBytes their bytes;
+	// both are omitted when 0.
+	DamageCount  uint64 `json:"damage_count,omitempty"`
+	DamagedBytes int64  `json:"damaged_bytes,omitempty"`
 }
 
 // Info collects what ds info prints. Feed it like a [Printer]; then call
 // [Info.Summary]. It decodes only the writer's own records
 // (datastream.health, datastream.clock) and lifecycle exit records.
+//
+// Info keeps counts, never payloads: besides the [Assembler]'s bounded
+// window, it holds per stream its descriptor, one entry per channel (id,
+// name, content, counts), the first 100 gaps, drop places and exit
+// records (strings taken from payloads cut to 64 bytes); per input, the
+// first 100 damaged ranges.
 type Info struct {
 	asm     *Assembler
 	streams map[frames.StreamID]*infoStream
-	order   []frames.StreamID
+	order   []*infoStream
+	last    *infoStream // the stream of the previous call, to skip the map lookup
 	files   []*FileSummary
 }
 
+// infoStream is what Info keeps of one stream: about 200 bytes, plus its
+// channels and lists.
 type infoStream struct {
 	desc     frames.StreamDescriptor
-	channels map[frames.ChannelID]frames.ChannelDescriptor
-	counts   map[frames.ChannelID]*ChannelSummary
+	chans    []infoChannel            // in order of appearance
+	index    map[frames.ChannelID]int // chans by id, once there are many
 	segments int
+	firstSeq uint64 // of the first segment header read
 	gaps     []Gap
-	drops    dropTracker
-	dropList []Drop
-	dropN    uint64
-	dropped  uint64 // frames
-	dropB    uint64 // bytes, where known
-	dropBOK  bool   // every drop gave its bytes
-	start    bool   // position 0 was read
+	drops    *infoDrops // nil until a health record
+	start    bool       // position 0 was read
 	ended    bool
 	exits    []ExitSummary
 	t0, t1   int64
 }
 
-// NewInfo returns an empty collector with the given reorder window (0:
-// DefaultWindow).
+type infoChannel struct {
+	id            frames.ChannelID
+	declared      bool // name and content are the first descriptor's
+	name          string
+	content       frames.ChannelContent
+	frames, bytes uint64
+}
+
+// infoDrops is what Info derives from a stream's health records.
+type infoDrops struct {
+	tracker      dropTracker
+	list         []Drop
+	n            uint64 // places
+	frames       uint64
+	bytes        uint64 // where known
+	bytesUnknown bool   // a drop did not give its bytes
+}
+
+// NewInfo returns an empty collector with the given reorder window per
+// stream, in bytes (0: DefaultWindow; see [AssemblerOptions]).
 func NewInfo(window int) *Info {
 	in := &Info{streams: make(map[frames.StreamID]*infoStream)}
 	in.asm = NewAssembler(window, in.item)
@@ -119,13 +162,66 @@ func NewInfo(window int) *Info {
 }
 
 func (in *Info) stream(s frames.StreamID) *infoStream {
+	if st := in.last; st != nil && st.desc.Stream == s {
+		return st
+	}
 	st := in.streams[s]
 	if st == nil {
-		st = &infoStream{dropBOK: true, desc: frames.StreamDescriptor{Stream: s}, channels: make(map[frames.ChannelID]frames.ChannelDescriptor), counts: make(map[frames.ChannelID]*ChannelSummary)}
+		st = &infoStream{desc: frames.StreamDescriptor{Stream: s}}
 		in.streams[s] = st
-		in.order = append(in.order, s)
+		in.order = append(in.order, st)
 	}
+	in.last = st
 	return st
+}
+
+// channel returns the entry of channel id, adding it if absent. The
+// pointer is valid until the next call.
+func (st *infoStream) channel(id frames.ChannelID) *infoChannel {
+	i, ok := st.find(id)
+	if !ok {
+		st.chans = append(st.chans, infoChannel{id: id})
+		switch {
+		case st.index != nil:
+			st.index[id] = i
+		case len(st.chans) > maxScannedChannels:
+			st.index = make(map[frames.ChannelID]int, len(st.chans))
+			for j, c := range st.chans {
+				st.index[c.id] = j
+			}
+		}
+	}
+	return &st.chans[i]
+}
+
+// find returns the index of channel id, or len(st.chans).
+func (st *infoStream) find(id frames.ChannelID) (int, bool) {
+	if st.index != nil {
+		i, ok := st.index[id]
+		if !ok {
+			i = len(st.chans)
+		}
+		return i, ok
+	}
+	for i := range st.chans {
+		if st.chans[i].id == id {
+			return i, true
+		}
+	}
+	return len(st.chans), false
+}
+
+// maxScannedChannels is how many channels a stream of an [Info] searches
+// one by one; beyond, it indexes them in a map.
+const maxScannedChannels = 16
+
+// clip returns s cut to at most 64 bytes: strings Info takes from
+// payloads are bounded.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	return strings.ToValidUTF8(s[:64], "") + "…"
 }
 
 // File starts a new input.
@@ -141,23 +237,115 @@ func (in *Info) file() *FileSummary {
 // FileSize records the size in bytes of the current input.
 func (in *Info) FileSize(n int64) { in.file().Bytes = n }
 
-// Segment records a segment header of the current input.
-func (in *Info) Segment(d frames.StreamDescriptor, channels []frames.ChannelDescriptor) {
+// Header records a segment header of the current input.
+func (in *Info) Header(h SegmentHeader) {
 	in.file().Segments++
-	st := in.stream(d.Stream)
-	st.desc = d
+	st := in.stream(h.Stream.Stream)
+	st.desc = h.Stream
+	if st.segments == 0 {
+		st.firstSeq = h.Seq
+	}
 	st.segments++
-	for _, c := range channels {
+	for _, c := range h.Channels {
 		in.Channel(c)
 	}
+	in.asm.Segment(h.Stream.Stream, h.Seq)
+}
+
+// Segment is Header for a writer's first segment (sequence number 0).
+func (in *Info) Segment(d frames.StreamDescriptor, channels []frames.ChannelDescriptor) {
+	in.Header(SegmentHeader{Stream: d, Channels: channels})
 }
 
 // Channel records a channel descriptor; the first one for an id wins.
 func (in *Info) Channel(d frames.ChannelDescriptor) {
-	st := in.stream(d.Stream)
-	if _, ok := st.channels[d.ID]; !ok {
-		st.channels[d.ID] = d
+	c := in.stream(d.Stream).channel(d.ID)
+	if !c.declared {
+		c.declared, c.name, c.content = true, d.Name, d.Content
 	}
+}
+
+// AddSummary records a segment from its header and summary instead of its
+// frames (ds info reads a capture from its end: segments.BackWalker),
+// when the summary says all Info needs: every frame counted per channel,
+// positions first to last each once and in order, every frame the writer
+// was asked to keep kept, and the run follows what the stream has so far
+// ([Assembler.AddRun]). It reports false, having recorded nothing, when
+// the summary does not suffice: the caller then reads the segment's
+// records into the Info as usual (and the header with them).
+func (in *Info) AddSummary(h SegmentHeader, sum *segments.Summary) bool {
+	if sum == nil || sum.Channels == nil || !sum.KeptAll || !keepsWhatInfoReads(h.Channels, sum.Channels) {
+		return false
+	}
+	s := h.Stream.Stream
+	if sum.Frames > 0 {
+		if !sum.Ordered || sum.Frames-1 != uint64(*sum.Last-*sum.First) {
+			return false
+		}
+		in.asm.Segment(s, h.Seq)
+		if !in.asm.AddRun(s, *sum.First, *sum.Last, sum.Bytes) {
+			return false
+		}
+	}
+	in.Header(h)
+	st := in.stream(s)
+	if sum.Frames > 0 && *sum.First == 0 {
+		st.start = true
+	}
+	for _, cc := range sum.Channels {
+		c := st.channel(cc.ID)
+		c.frames += cc.Frames
+		c.bytes += cc.Bytes
+	}
+	for _, k := range sum.Kept {
+		if i, ok := st.find(k.Channel); ok && st.chans[i].declared {
+			in.decode(st, st.chans[i].name, frames.Frame{Channel: k.Channel, Position: k.Position, Payload: k.Payload})
+		}
+	}
+	if sum.Ended {
+		st.ended = true
+	}
+	return true
+}
+
+// keepsWhatInfoReads reports whether a summary keeps the frames Info
+// decodes of the channels it counts: the first and last clock reading and
+// health record, and every lifecycle record.
+func keepsWhatInfoReads(catalog []frames.ChannelDescriptor, counts []segments.ChannelCount) bool {
+	var byID map[frames.ChannelID]string
+	if len(catalog) > maxScannedChannels {
+		byID = make(map[frames.ChannelID]string, len(catalog))
+		for _, d := range catalog {
+			byID[d.ID] = d.Name
+		}
+	}
+	for _, c := range counts {
+		name, ok := "", false
+		if byID != nil {
+			name, ok = byID[c.ID]
+		} else {
+			for _, d := range catalog {
+				if d.ID == c.ID {
+					name, ok = d.Name, true
+					break
+				}
+			}
+		}
+		if !ok {
+			continue
+		}
+		need := segments.KeepNone
+		switch {
+		case name == frames.ClockChannel, name == frames.HealthChannel:
+			need = segments.KeepEnds
+		case strings.HasPrefix(name, "proc.") && strings.HasSuffix(name, ".lifecycle"):
+			need = segments.KeepFrame
+		}
+		if segments.Keep(c.Keep) < need {
+			return false
+		}
+	}
+	return true
 }
 
 // Frame ingests one frame.
@@ -171,56 +359,62 @@ func (in *Info) Ended(s frames.StreamID) { in.stream(s).ended = true }
 
 // Damage records a damaged range of the current input.
 func (in *Info) Damage(offset, end int64, torn bool, err error) {
+	f := in.file()
+	f.DamageCount++
+	f.DamagedBytes += end - offset
+	if len(f.Damage) >= maxListedDamage {
+		return
+	}
 	d := DamageSummary{Offset: offset, End: end, TornTail: torn}
 	if err != nil {
 		d.Error = err.Error()
 	}
-	f := in.file()
 	f.Damage = append(f.Damage, d)
 }
 
 func (in *Info) item(it Item) {
 	st := in.stream(it.Stream)
-	if it.Kind == ItemGap {
+	switch it.Kind {
+	case ItemGap:
 		if len(st.gaps) < maxListedGaps {
 			st.gaps = append(st.gaps, it.Gap)
 		}
 		return
-	}
-	f := it.Frame
-	if it.Kind == ItemLate {
-		if d, ok := st.channels[f.Channel]; ok && d.Name == frames.HealthChannel {
-			in.health(st, f, true)
+	case ItemLate:
+		if i, ok := st.find(it.Frame.Channel); ok && st.chans[i].declared && st.chans[i].name == frames.HealthChannel {
+			in.health(st, it.Frame, true)
 		}
-	}
-	if it.Kind != ItemFrame {
+		return
+	case ItemFrame:
+	default:
 		return
 	}
+	f := it.Frame
 	if f.Position == 0 {
 		st.start = true
 	}
-	c := st.counts[f.Channel]
-	if c == nil {
-		c = &ChannelSummary{ID: f.Channel}
-		st.counts[f.Channel] = c
+	c := st.channel(f.Channel)
+	c.frames++
+	c.bytes += uint64(len(f.Payload))
+	if c.declared {
+		in.decode(st, c.name, f)
 	}
-	c.Frames++
-	c.Bytes += uint64(len(f.Payload))
-	d, ok := st.channels[f.Channel]
-	if !ok {
-		return
-	}
+}
+
+// decode reads what Info reports of a frame of a declared channel: clock
+// readings, health records, exit records.
+func (in *Info) decode(st *infoStream, name string, f frames.Frame) {
 	switch {
-	case d.Name == frames.ClockChannel:
-		if r, err := frames.DecodeRecord(f.Payload, frames.ClockRecord{}); err == nil && r.UnixNS > 0 {
-			if st.t0 == 0 || r.UnixNS < st.t0 {
-				st.t0 = r.UnixNS
+	case name == frames.ClockChannel:
+		if ns, ok := decodeClock(f.Payload); ok && ns > 0 {
+			if st.t0 == 0 || ns < st.t0 {
+				st.t0 = ns
 			}
-			st.t1 = max(st.t1, r.UnixNS)
+			st.t1 = max(st.t1, ns)
 		}
-	case d.Name == frames.HealthChannel:
+	case name == frames.HealthChannel:
 		in.health(st, f, false)
-	case strings.HasPrefix(d.Name, "proc.") && strings.HasSuffix(d.Name, ".lifecycle"):
+	case strings.HasPrefix(name, "proc.") && strings.HasSuffix(name, ".lifecycle"):
 		type exited struct {
 			Event  string `json:"event"`
 			Status struct {
@@ -229,9 +423,13 @@ func (in *Info) item(it Item) {
 			} `json:"status"`
 			ExitCode *int `json:"exit_code"`
 		}
+		if len(st.exits) >= maxListedGaps {
+			return
+		}
 		r, err := frames.DecodeRecord(f.Payload, exited{})
+		r.Status.Kind = clip(r.Status.Kind)
 		if err == nil && r.Event == "spawn_failed" {
-			e := ExitSummary{Channel: d.Name, Kind: "spawn_failed", ExitCode: 127}
+			e := ExitSummary{Channel: name, Kind: "spawn_failed", ExitCode: 127}
 			if r.ExitCode != nil {
 				e.ExitCode = *r.ExitCode
 			}
@@ -239,7 +437,7 @@ func (in *Info) item(it Item) {
 			st.exits = append(st.exits, e)
 		}
 		if err == nil && r.Event == "exited" {
-			e := ExitSummary{Channel: d.Name, Kind: r.Status.Kind, Value: r.Status.Value, ExitCode: r.Status.Value}
+			e := ExitSummary{Channel: name, Kind: r.Status.Kind, Value: r.Status.Value, ExitCode: r.Status.Value}
 			if r.Status.Kind == "signal" {
 				e.ExitCode = 128 + r.Status.Value
 			}
@@ -253,20 +451,32 @@ func (in *Info) item(it Item) {
 
 // health reads a datastream.health record.
 func (in *Info) health(st *infoStream, f frames.Frame, late bool) {
-	d, ok := st.drops.health(f.Position, f.Payload, st.start, late)
+	if st.drops == nil {
+		st.drops = &infoDrops{}
+	}
+	ds := st.drops
+	d, ok := ds.tracker.health(f.Position, f.Payload, st.start, late)
 	if !ok {
 		return
 	}
-	st.dropN++
-	st.dropped += d.Frames
+	ds.n++
+	ds.frames += d.Frames
 	if d.Bytes != nil {
-		st.dropB += *d.Bytes
+		ds.bytes += *d.Bytes
 	} else {
-		st.dropBOK = false
+		ds.bytesUnknown = true
 	}
-	if len(st.dropList) < maxListedGaps {
-		st.dropList = append(st.dropList, d)
+	if len(ds.list) < maxListedGaps {
+		d.Reason = clip(d.Reason)
+		ds.list = append(ds.list, d)
 	}
+}
+
+// sortedChans returns the channels by id.
+func (st *infoStream) sortedChans() []infoChannel {
+	c := append([]infoChannel(nil), st.chans...)
+	sort.Slice(c, func(i, j int) bool { return c[i].id < c[j].id })
+	return c
 }
 
 // Summary flushes the assembler and returns the summaries: files in the
@@ -277,50 +487,43 @@ func (in *Info) Summary() ([]FileSummary, []StreamSummary) {
 	for _, f := range in.files {
 		files = append(files, *f)
 	}
-	order := append([]frames.StreamID(nil), in.order...)
-	sort.Slice(order, func(i, j int) bool { return order[i].Compare(order[j]) < 0 })
+	order := append([]*infoStream(nil), in.order...)
+	sort.Slice(order, func(i, j int) bool { return order[i].desc.Stream.Compare(order[j].desc.Stream) < 0 })
 	var out []StreamSummary
-	for _, s := range order {
-		st := in.streams[s]
+	for _, st := range order {
+		s := st.desc.Stream
 		stats := in.asm.Stats(s)
 		sum := StreamSummary{
 			Stream: s.String(), Node: string(s.Node), Life: uint64(s.Life),
 			Origin: st.desc.Origin.String(), Label: st.desc.Label, Segments: st.segments,
+			FirstSegment: st.firstSeq, HeadMissing: stats.HeadMissing,
 			Frames: stats.Frames, Bytes: stats.Bytes, Gaps: st.gaps, GapCount: stats.Gaps,
-			MissingFrames: stats.Missing, Duplicates: stats.Duplicates, Conflicts: stats.Conflicts,
-			LateFrames: stats.Late, Ended: st.ended, Exits: st.exits,
+			MissingFrames: stats.Missing, Duplicates: stats.Duplicates, UncomparedDuplicates: stats.Uncompared,
+			Conflicts: stats.Conflicts, LateFrames: stats.Late, Ended: st.ended, Exits: st.exits,
 		}
 		if stats.Frames > 0 {
 			first, last := uint64(stats.First), uint64(stats.Last)
 			sum.FirstPosition, sum.LastPosition = &first, &last
 		}
-		ids := make(map[frames.ChannelID]bool)
-		for id := range st.channels {
-			ids[id] = true
-		}
-		for id := range st.counts {
-			ids[id] = true
-		}
-		for id := range ids {
-			c := ChannelSummary{ID: id, Content: "unknown"}
-			if n := st.counts[id]; n != nil {
-				c = *n
-				c.Content = "unknown"
+		for _, c := range st.sortedChans() {
+			cs := ChannelSummary{ID: c.id, Content: "unknown", Frames: c.frames, Bytes: c.bytes}
+			if c.declared {
+				cs.Name, cs.Content = c.name, c.content.String()
 			}
-			if d, ok := st.channels[id]; ok {
-				c.Name, c.Content = d.Name, d.Content.String()
-			}
-			sum.Channels = append(sum.Channels, c)
+			sum.Channels = append(sum.Channels, cs)
 		}
-		sort.Slice(sum.Channels, func(i, j int) bool { return sum.Channels[i].ID < sum.Channels[j].ID })
-		sum.HealthRecords = st.drops.records
-		if st.drops.decoded {
-			md, sd := st.drops.maxMux, st.drops.maxSubsc
+		ds := st.drops
+		if ds == nil {
+			ds = &infoDrops{}
+		}
+		sum.HealthRecords = ds.tracker.records
+		if ds.tracker.decoded {
+			md, sd := ds.tracker.maxMux, ds.tracker.maxSubsc
 			sum.MuxDropped, sum.SubscriberDropped = &md, &sd
 		}
-		sum.Drops, sum.DropCount, sum.DroppedFrames = st.dropList, st.dropN, st.dropped
-		if st.dropBOK {
-			b := st.dropB
+		sum.Drops, sum.DropCount, sum.DroppedFrames = ds.list, ds.n, ds.frames
+		if !ds.bytesUnknown {
+			b := ds.bytes
 			sum.DroppedBytes = &b
 		}
 		if st.t0 != 0 {
@@ -404,10 +607,11 @@ func WriteInfoText(w io.Writer, files []FileSummary, streams []StreamSummary) er
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	for _, f := range files {
 		fmt.Fprintf(tw, "file %s: %d bytes, %d segments", f.Name, f.Bytes, f.Segments)
-		if len(f.Damage) == 0 {
+		n := max(f.DamageCount, uint64(len(f.Damage)))
+		if n == 0 {
 			fmt.Fprintf(tw, ", no damage\n")
 		} else {
-			fmt.Fprintf(tw, ", %d damaged ranges\n", len(f.Damage))
+			fmt.Fprintf(tw, ", %d damaged ranges\n", n)
 		}
 		for _, d := range f.Damage {
 			if d.TornTail {
@@ -416,6 +620,9 @@ func WriteInfoText(w io.Writer, files []FileSummary, streams []StreamSummary) er
 				fmt.Fprintf(tw, "  damaged bytes %d–%d (%d bytes): %s\n", d.Offset, d.End-1, d.End-d.Offset, d.Error)
 			}
 		}
+		if n > uint64(len(f.Damage)) {
+			fmt.Fprintf(tw, "  … %d more (%d damaged bytes in all)\n", n-uint64(len(f.Damage)), f.DamagedBytes)
+		}
 	}
 	for _, s := range streams {
 		fmt.Fprintf(tw, "\nstream %s\n", s.Stream)
@@ -423,9 +630,12 @@ func WriteInfoText(w io.Writer, files []FileSummary, streams []StreamSummary) er
 		if s.Label != nil {
 			fmt.Fprintf(tw, "  label\t%s\n", *s.Label)
 		}
-		if s.FirstPosition != nil {
+		switch {
+		case s.FirstPosition != nil && s.HeadMissing:
+			fmt.Fprintf(tw, "  positions\t%d–%d (the input starts at the writer's segment %d: earlier frames are not in it)\n", *s.FirstPosition, *s.LastPosition, s.FirstSegment)
+		case s.FirstPosition != nil:
 			fmt.Fprintf(tw, "  positions\t%d–%d\n", *s.FirstPosition, *s.LastPosition)
-		} else {
+		default:
 			fmt.Fprintf(tw, "  positions\tnone\n")
 		}
 		fmt.Fprintf(tw, "  frames\t%d (%d payload bytes) in %d segments\n", s.Frames, s.Bytes, s.Segments)
@@ -439,7 +649,10 @@ func WriteInfoText(w io.Writer, files []FileSummary, streams []StreamSummary) er
 		if s.GapCount > uint64(len(s.Gaps)) {
 			fmt.Fprintf(tw, "  \t… %d more\n", s.GapCount-uint64(len(s.Gaps)))
 		}
-		if s.Duplicates+s.Conflicts+s.LateFrames > 0 {
+		switch {
+		case s.UncomparedDuplicates > 0:
+			fmt.Fprintf(tw, "  duplicates\t%d identical (%d of them not compared), %d conflicting, %d late\n", s.Duplicates, s.UncomparedDuplicates, s.Conflicts, s.LateFrames)
+		case s.Duplicates+s.Conflicts+s.LateFrames > 0:
 			fmt.Fprintf(tw, "  duplicates\t%d identical, %d conflicting, %d late\n", s.Duplicates, s.Conflicts, s.LateFrames)
 		}
 		writeDrops(tw, s)

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/base64"
-	"encoding/json"
 	"io"
 	"slices"
 	"strconv"
@@ -48,7 +47,8 @@ type LogOptions struct {
 	// line on its own line; by default a line renders as a terminal shows
 	// it, the last segment winning.
 	CRSegments bool
-	// Window is the assembler's reorder window (0: DefaultWindow).
+	// Window is the assembler's reorder window per stream, in bytes (0:
+	// DefaultWindow; see AssemblerOptions).
 	Window int
 	// Follow keeps reading inputs that grow (tail -f).
 	Follow bool
@@ -58,12 +58,10 @@ type LogOptions struct {
 // channel; a longer line is printed in pieces of this size.
 const maxLine = 1 << 20
 
-type lineKey struct {
-	stream  frames.StreamID
-	channel frames.ChannelID
-}
-
+// partial is the unfinished line held for one text channel of a stream.
 type partial struct {
+	st  *streamInfo
+	ch  *chanInfo
 	pos frames.Position
 	buf []byte
 	// cut is set when the line was printed unfinished (another line of
@@ -72,18 +70,80 @@ type partial struct {
 	cut bool
 }
 
+// chanInfo is what a printer knows of one declared channel, decided once
+// when its (first) descriptor arrives, so that rendering a frame needs no
+// map lookup or string building.
+type chanInfo struct {
+	desc    frames.ChannelDescriptor
+	width   int  // desc.Name in runes, for the channel column
+	visible bool // the filter decision
+	kind    frames.ContentKind
+	json    []byte   // `,"channel":NAME,"channel_id":ID,"content":KIND` (FormatJSON)
+	line    *partial // the held unfinished line, once there was one
+}
+
+// maxSmallChannel bounds the channel ids a stream keeps in a slice indexed
+// by id (registration hands out 1, 2, 3, …); larger ids, which an input
+// may hold, live in a map.
+const maxSmallChannel = 256
+
 type streamInfo struct {
 	desc     frames.StreamDescriptor
-	channels map[frames.ChannelID]frames.ChannelDescriptor
-	visible  map[frames.ChannelID]bool // cache of the filter decision
-	clockID  frames.ChannelID          // datastream.clock, 0 if undeclared
-	clockNS  int64                     // latest clock reading, 0 if none yet
+	name     string // desc.Stream.String()
+	nameW    int    // name in runes
+	jsonHead []byte // `{"stream":…,"node":…,"life":N` (FormatJSON)
+	chans    []*chanInfo
+	big      map[frames.ChannelID]*chanInfo // ids ≥ maxSmallChannel
+	clockID  frames.ChannelID               // datastream.clock, 0 if undeclared
+	clockNS  int64                          // latest clock reading, 0 if none yet
+	timeNS   int64                          // the reading timeJSON shows
+	timeJSON []byte                         // `,"time":"…"` of timeNS
 
 	healthID  frames.ChannelID // datastream.health, if hasHealth
 	hasHealth bool
-	fromStart bool               // position 0 was printed: the stream is seen from its start
-	lines     []frames.ChannelID // channels with a partials entry
+	fromStart bool       // position 0 was printed: the stream is seen from its start
+	lines     []*partial // the partial lines of its channels, in the order they were opened
 	drops     dropTracker
+}
+
+func newStreamInfo(d frames.StreamDescriptor, format LogFormat) *streamInfo {
+	st := &streamInfo{desc: d, name: d.Stream.String()}
+	st.nameW = utf8.RuneCountInString(st.name)
+	if format == FormatJSON {
+		b := append([]byte(nil), `{"stream":`...)
+		b = appendJSONString(b, st.name)
+		b = append(b, `,"node":`...)
+		b = appendJSONString(b, d.Stream.Node)
+		b = append(b, `,"life":`...)
+		st.jsonHead = strconv.AppendUint(b, uint64(d.Stream.Life), 10)
+	}
+	return st
+}
+
+// channel returns what is known of channel id, nil if it has no
+// descriptor.
+func (st *streamInfo) channel(id frames.ChannelID) *chanInfo {
+	if uint64(id) < uint64(len(st.chans)) {
+		return st.chans[id]
+	}
+	if id < maxSmallChannel {
+		return nil
+	}
+	return st.big[id]
+}
+
+func (st *streamInfo) setChannel(id frames.ChannelID, ci *chanInfo) {
+	if id >= maxSmallChannel {
+		if st.big == nil {
+			st.big = make(map[frames.ChannelID]*chanInfo)
+		}
+		st.big[id] = ci
+		return
+	}
+	if int(id) >= len(st.chans) {
+		st.chans = append(st.chans, make([]*chanInfo, int(id)+1-len(st.chans))...)
+	}
+	st.chans[id] = ci
 }
 
 // Printer renders assembled items for ds log. Feed it descriptors as they
@@ -93,11 +153,14 @@ type streamInfo struct {
 // cannot decode is shown raw (spec §8.3). Write errors are sticky and
 // returned by Close.
 type Printer struct {
-	opts     LogOptions
-	w        *bufio.Writer
-	streams  map[frames.StreamID]*streamInfo
-	partials map[lineKey]*partial
-	pending  []lineKey // order in which partial lines were opened
+	opts    LogOptions
+	w       *bufio.Writer
+	streams map[frames.StreamID]*streamInfo
+	last    *streamInfo // the stream of the previous item, to skip the map lookup
+	pending []*partial  // partial lines, in the order they were opened
+	// unknownVisible is the filter decision for channels without a
+	// descriptor: shown only when no channel is selected.
+	unknownVisible bool
 
 	multi     bool // a stream column leads each line (text format)
 	decided   bool // multi is fixed; until then lines are held
@@ -106,6 +169,7 @@ type Printer struct {
 	streamW   int // width of the stream column
 	nameW     int // width of the channel column
 	line      []byte
+	col       []byte // the stream column
 	losses    Losses
 	err       error
 }
@@ -113,11 +177,11 @@ type Printer struct {
 // NewPrinter returns a printer writing to w.
 func NewPrinter(w io.Writer, opts LogOptions) *Printer {
 	return &Printer{
-		opts:     opts,
-		w:        bufio.NewWriterSize(w, 256<<10),
-		streams:  make(map[frames.StreamID]*streamInfo),
-		partials: make(map[lineKey]*partial),
-		nameW:    16,
+		opts:           opts,
+		w:              bufio.NewWriterSize(w, 256<<10),
+		streams:        make(map[frames.StreamID]*streamInfo),
+		unknownVisible: len(opts.Channels) == 0,
+		nameW:          16,
 	}
 }
 
@@ -127,8 +191,9 @@ func (p *Printer) Stream(d frames.StreamDescriptor) {
 		st.desc = d
 		return
 	}
-	p.streamW = max(p.streamW, len(d.Stream.String()))
-	p.streams[d.Stream] = &streamInfo{desc: d, channels: make(map[frames.ChannelID]frames.ChannelDescriptor), visible: make(map[frames.ChannelID]bool)}
+	st := newStreamInfo(d, p.opts.Format)
+	p.streamW = max(p.streamW, len(st.name))
+	p.streams[d.Stream] = st
 	if len(p.streams) > 1 && !p.decided {
 		p.decide() // several streams: a stream column, from the first line on
 	}
@@ -138,57 +203,58 @@ func (p *Printer) Stream(d frames.StreamDescriptor) {
 // ChannelDeclared record). The first descriptor for an id wins.
 func (p *Printer) Channel(d frames.ChannelDescriptor) {
 	st := p.stream(d.Stream)
-	if _, ok := st.channels[d.ID]; ok {
+	if st.channel(d.ID) != nil {
 		return
 	}
-	st.channels[d.ID] = d
-	delete(st.visible, d.ID)
+	ci := &chanInfo{desc: d, width: utf8.RuneCountInString(d.Name), visible: p.isVisible(d), kind: d.Content.Kind}
+	if p.opts.Format == FormatJSON {
+		b := append([]byte(nil), `,"channel":`...)
+		b = appendJSONString(b, d.Name)
+		b = append(b, `,"channel_id":`...)
+		b = strconv.AppendUint(b, uint64(d.ID), 10)
+		b = append(b, `,"content":`...)
+		ci.json = appendJSONString(b, d.Content.Kind.String())
+	}
+	st.setChannel(d.ID, ci)
 	switch d.Name {
 	case frames.ClockChannel:
 		st.clockID = d.ID
 	case frames.HealthChannel:
 		st.healthID, st.hasHealth = d.ID, true
 	}
-	if p.isVisible(st, d.ID) && len(d.Name) > p.nameW && len(d.Name) <= 40 {
+	if ci.visible && len(d.Name) > p.nameW && len(d.Name) <= 40 {
 		p.nameW = len(d.Name)
 	}
 }
 
 func (p *Printer) stream(s frames.StreamID) *streamInfo {
+	if st := p.last; st != nil && st.desc.Stream == s {
+		return st
+	}
 	st := p.streams[s]
 	if st == nil {
 		p.Stream(frames.StreamDescriptor{Stream: s})
 		st = p.streams[s]
 	}
+	p.last = st
 	return st
 }
 
-func (p *Printer) isVisible(st *streamInfo, id frames.ChannelID) bool {
-	if v, ok := st.visible[id]; ok {
-		return v
-	}
-	d, known := st.channels[id]
-	v := false
+// isVisible is the filter decision for a channel with descriptor d (see
+// unknownVisible for one without).
+func (p *Printer) isVisible(d frames.ChannelDescriptor) bool {
 	switch {
 	case len(p.opts.Channels) > 0:
 		for _, f := range p.opts.Channels {
-			if known && f.Match(d) {
-				v = true
-				break
+			if f.Match(d) {
+				return true
 			}
 		}
-	case !known:
-		v = true
+		return false
 	case p.opts.All:
-		v = true
-	default:
-		v = !strings.HasPrefix(d.Name, "datastream.")
+		return true
 	}
-	if !known {
-		return v // do not cache: a descriptor may still arrive
-	}
-	st.visible[id] = v
-	return v
+	return !strings.HasPrefix(d.Name, "datastream.")
 }
 
 // Item renders one assembled item. A datastream.health record that
@@ -199,19 +265,23 @@ func (p *Printer) Item(it Item) {
 		return
 	}
 	st := p.stream(it.Stream)
-	if it.Kind == ItemGap {
+	switch it.Kind {
+	case ItemGap:
 		p.losses.Gaps++
 		p.losses.MissingFrames += it.Gap.Count
 		p.gap(st, it.Gap)
 		return
+	case ItemStart:
+		p.start(st, it.Frame.Position)
+		return
 	}
-	f := it.Frame
+	f := &it.Frame
 	if it.Kind == ItemFrame && f.Position == 0 {
 		st.fromStart = true
 	}
 	if f.Channel == st.clockID && st.clockID != 0 && it.Kind == ItemFrame {
-		if c, err := frames.DecodeRecord(f.Payload, frames.ClockRecord{}); err == nil && c.UnixNS > 0 {
-			st.clockNS = c.UnixNS
+		if ns, ok := decodeClock(f.Payload); ok && ns > 0 {
+			st.clockNS = ns
 		}
 	}
 	if st.hasHealth && f.Channel == st.healthID && it.Kind != ItemConflict {
@@ -221,19 +291,62 @@ func (p *Printer) Item(it Item) {
 			p.drop(st, d)
 		}
 	}
-	if !p.isVisible(st, f.Channel) {
+	ci := st.channel(f.Channel)
+	if ci == nil && !p.unknownVisible || ci != nil && !ci.visible {
 		return
 	}
 	switch p.opts.Format {
 	case FormatCat:
-		if d, ok := st.channels[f.Channel]; len(p.opts.Channels) > 0 || (ok && d.Content.Kind == frames.KindTextStream) {
+		if len(p.opts.Channels) > 0 || ci != nil && ci.kind == frames.KindTextStream {
 			p.write(f.Payload)
 		}
 	case FormatJSON:
-		p.jsonFrame(st, it)
+		p.jsonFrame(st, ci, it.Kind, f)
 	default:
-		p.textFrame(st, it)
+		p.textFrame(st, ci, it.Kind, f)
 	}
+}
+
+// decodeClock returns the UnixNS of a datastream.clock record, and whether
+// it decodes. The form the writer writes, {"unix_ns":N,"mono_ns":M} with
+// integers, is read here; any other goes through frames.DecodeRecord, so
+// that the result is always DecodeRecord's.
+func decodeClock(payload []byte) (int64, bool) {
+	const head, mid = `{"unix_ns":`, `,"mono_ns":`
+	rest, ok := bytes.CutPrefix(payload, []byte(head))
+	var unix int64
+	if ok {
+		unix, rest, ok = cutJSONInt(rest)
+	}
+	if ok {
+		rest, ok = bytes.CutPrefix(rest, []byte(mid))
+	}
+	if ok {
+		_, rest, ok = cutJSONInt(rest)
+	}
+	if ok && len(rest) == 1 && rest[0] == '}' {
+		return unix, true
+	}
+	c, err := frames.DecodeRecord(payload, frames.ClockRecord{})
+	return c.UnixNS, err == nil
+}
+
+// cutJSONInt reads a JSON integer (no fraction or exponent) that fits an
+// int64 from the start of b and returns it and the rest of b.
+func cutJSONInt(b []byte) (int64, []byte, bool) {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	j := i
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	if j == i || b[i] == '0' && j > i+1 || j-i > 19 {
+		return 0, nil, false
+	}
+	n, err := strconv.ParseInt(string(b[:j]), 10, 64)
+	return n, b[j:], err == nil
 }
 
 // Damage renders a damaged byte range [offset, end) of file, or a torn tail
@@ -262,8 +375,7 @@ func (p *Printer) Damage(file string, offset, end int64, torn bool, err error) {
 		p.line = appendJSONString(p.line, msg)
 		p.line = append(p.line, "}}\n"...)
 	default:
-		p.line = p.line[:0]
-		p.line = append(p.line, "     !  "...)
+		p.line = append(p.line[:0], "     !  "...)
 		p.line = appendPadded(p.line, "damage", p.nameW)
 		p.line = append(p.line, "  "...)
 		p.line = append(p.line, file...)
@@ -298,27 +410,33 @@ func (p *Printer) Losses() Losses { return p.losses }
 // EndStream prints the unfinished lines of stream s, as they are, in the
 // order they started: nothing can complete them once the stream has ended.
 func (p *Printer) EndStream(s frames.StreamID) {
+	st := p.streams[s]
+	if st == nil {
+		return
+	}
 	keep := p.pending[:0]
-	for _, k := range p.pending {
-		if k.stream != s {
-			keep = append(keep, k)
+	for _, pl := range p.pending {
+		if pl.st != st {
+			keep = append(keep, pl)
 			continue
 		}
-		p.flushPartial(p.streams[k.stream], k.channel, p.partials[k])
-		delete(p.partials, k)
+		p.flushPartial(pl)
+		pl.ch.line = nil
 	}
+	clear(p.pending[len(keep):])
 	p.pending = keep
-	if st := p.streams[s]; st != nil {
-		st.lines = nil
-	}
+	st.lines = nil
 }
 
 // Close prints unfinished lines and flushes the output.
 func (p *Printer) Close() error {
-	for _, k := range p.pending {
-		p.flushPartial(p.streams[k.stream], k.channel, p.partials[k])
+	for _, pl := range p.pending {
+		p.flushPartial(pl)
 	}
-	p.pending, p.partials = nil, make(map[lineKey]*partial)
+	for _, pl := range p.pending {
+		pl.ch.line, pl.st.lines = nil, nil
+	}
+	p.pending = nil
 	p.decide()
 	if p.err == nil {
 		p.err = p.w.Flush()
@@ -356,15 +474,13 @@ func (p *Printer) out(st *streamInfo, line []byte) {
 		return
 	}
 	if p.multi {
-		var col [64]byte
-		c := col[:0]
-		name := "-"
 		if st != nil {
-			name = st.desc.Stream.String()
+			p.col = appendPad(append(p.col[:0], st.name...), p.streamW-st.nameW)
+		} else {
+			p.col = appendPad(append(p.col[:0], '-'), p.streamW-1)
 		}
-		c = appendPadded(c, name, p.streamW)
-		c = append(c, "  "...)
-		p.write(c)
+		p.col = append(p.col, "  "...)
+		p.write(p.col)
 	}
 	p.write(line)
 }
@@ -390,14 +506,29 @@ type heldLine struct {
 	line []byte
 }
 
-func (p *Printer) prefix(st *streamInfo, pos string, channel string) {
-	p.line = p.line[:0]
-	for i := len(pos); i < 6; i++ {
-		p.line = append(p.line, ' ')
-	}
-	p.line = append(p.line, pos...)
+// prefix starts p.line with the position and channel columns of a line of
+// channel id (ci nil: a channel without a descriptor, shown as #id).
+func (p *Printer) prefix(pos frames.Position, ci *chanInfo, id frames.ChannelID) {
+	n := decimalLen(uint64(pos))
+	p.line = appendPad(p.line[:0], 6-n) // right-aligned in 6 columns
+	p.line = appendDecimal(p.line, uint64(pos), n)
 	p.line = append(p.line, "  "...)
-	p.line = appendPadded(p.line, channel, p.nameW)
+	if ci != nil {
+		p.line = append(p.line, ci.desc.Name...)
+		p.line = appendPad(p.line, p.nameW-ci.width)
+	} else {
+		n := len(p.line)
+		p.line = append(p.line, '#')
+		p.line = strconv.AppendUint(p.line, uint64(id), 10)
+		p.line = appendPad(p.line, p.nameW-(len(p.line)-n))
+	}
+	p.line = append(p.line, "  "...)
+}
+
+// lossPrefix starts p.line with the columns of a gap or drop line.
+func (p *Printer) lossPrefix(what string) {
+	p.line = append(p.line[:0], "     ~  "...)
+	p.line = appendPadded(p.line, what, p.nameW)
 	p.line = append(p.line, "  "...)
 }
 
@@ -406,7 +537,7 @@ func (p *Printer) gap(st *streamInfo, g Gap) {
 	case FormatCat:
 		return
 	case FormatJSON:
-		p.line = p.jsonHead(p.line[:0], st)
+		p.line = append(p.line[:0], st.jsonHead...)
 		p.line = append(p.line, `,"gap":{"from":`...)
 		p.line = strconv.AppendUint(p.line, uint64(g.From), 10)
 		p.line = append(p.line, `,"to":`...)
@@ -415,8 +546,8 @@ func (p *Printer) gap(st *streamInfo, g Gap) {
 		p.line = strconv.AppendUint(p.line, g.Count, 10)
 		p.line = append(p.line, "}}\n"...)
 	default:
-		p.cutBefore(st, g.From, 0, false)
-		p.prefix(st, "~", "gap")
+		p.cutBefore(st, g.From, nil)
+		p.lossPrefix("gap")
 		p.line = append(p.line, "positions "...)
 		p.line = strconv.AppendUint(p.line, uint64(g.From), 10)
 		if g.To != g.From {
@@ -436,13 +567,35 @@ func (p *Printer) gap(st *streamInfo, g Gap) {
 	p.write(p.line)
 }
 
+// start shows that a stream's frames before position pos are not in the
+// input (it was cut off at its start, or is the end of a longer capture):
+// not a loss, and not counted as one.
+func (p *Printer) start(st *streamInfo, pos frames.Position) {
+	switch p.opts.Format {
+	case FormatCat:
+		return
+	case FormatJSON:
+		p.line = append(p.line[:0], st.jsonHead...)
+		p.line = append(p.line, `,"start":{"position":`...)
+		p.line = strconv.AppendUint(p.line, uint64(pos), 10)
+		p.line = append(p.line, "}}\n"...)
+		p.write(p.line)
+	default:
+		p.lossPrefix("start")
+		p.line = append(p.line, "starts at position "...)
+		p.line = strconv.AppendUint(p.line, uint64(pos), 10)
+		p.line = append(p.line, ": earlier frames not in the input\n"...)
+		p.out(st, p.line)
+	}
+}
+
 // drop shows submissions refused before position d.Before, in place.
 func (p *Printer) drop(st *streamInfo, d Drop) {
 	switch p.opts.Format {
 	case FormatCat:
 		return
 	case FormatJSON:
-		p.line = p.jsonHead(p.line[:0], st)
+		p.line = append(p.line[:0], st.jsonHead...)
 		p.line = append(p.line, `,"dropped":{"before":`...)
 		p.line = strconv.AppendUint(p.line, uint64(d.Before), 10)
 		p.line = append(p.line, `,"frames":`...)
@@ -458,8 +611,8 @@ func (p *Printer) drop(st *streamInfo, d Drop) {
 		p.line = append(p.line, "}}\n"...)
 		p.write(p.line)
 	default:
-		p.cutBefore(st, d.Before, 0, false)
-		p.prefix(st, "~", "dropped")
+		p.cutBefore(st, d.Before, nil)
+		p.lossPrefix("dropped")
 		p.line = strconv.AppendUint(p.line, d.Frames, 10)
 		if d.Frames == 1 {
 			p.line = append(p.line, " frame before position "...)
@@ -475,45 +628,42 @@ func (p *Printer) drop(st *streamInfo, d Drop) {
 }
 
 // cutBefore prints, as they are, the held partial lines of stream st that
-// started before position pos (except channel except, when skip is set),
-// in the order they started. Joining a line split across frames must not
-// reorder lines across the channels of a stream: whatever is printed at
-// pos comes after them. The rest of a cut line is printed as a line of its
-// own when it arrives (unless it is empty).
-func (p *Printer) cutBefore(st *streamInfo, pos frames.Position, except frames.ChannelID, skip bool) {
-	var cut []lineKey
-	for _, ch := range st.lines {
-		if skip && ch == except {
-			continue
-		}
-		k := lineKey{st.desc.Stream, ch}
-		if pl := p.partials[k]; pl != nil && len(pl.buf) > 0 && pl.pos < pos {
-			cut = append(cut, k)
+// started before position pos (except the line except, if not nil), in the
+// order they started. Joining a line split across frames must not reorder
+// lines across the channels of a stream: whatever is printed at pos comes
+// after them. The rest of a cut line is printed as a line of its own when
+// it arrives (unless it is empty).
+func (p *Printer) cutBefore(st *streamInfo, pos frames.Position, except *partial) {
+	var some [8]*partial
+	cut := some[:0]
+	for _, pl := range st.lines {
+		if pl != except && len(pl.buf) > 0 && pl.pos < pos {
+			cut = append(cut, pl)
 		}
 	}
 	if len(cut) > 1 {
-		slices.SortFunc(cut, func(a, b lineKey) int { return cmp.Compare(p.partials[a].pos, p.partials[b].pos) })
+		slices.SortFunc(cut, func(a, b *partial) int { return cmp.Compare(a.pos, b.pos) })
 	}
-	for _, k := range cut {
-		p.printPartial(st, k.channel, p.partials[k])
+	for _, pl := range cut {
+		p.printPartial(pl)
 	}
 }
 
 // flushPartial prints a held partial line, after those of the stream's
 // other channels that started before it.
-func (p *Printer) flushPartial(st *streamInfo, ch frames.ChannelID, pl *partial) {
-	if pl == nil || len(pl.buf) == 0 {
+func (p *Printer) flushPartial(pl *partial) {
+	if len(pl.buf) == 0 {
 		return
 	}
-	p.cutBefore(st, pl.pos, ch, true)
-	p.printPartial(st, ch, pl)
+	p.cutBefore(pl.st, pl.pos, pl)
+	p.printPartial(pl)
 }
 
 // printPartial prints a held partial line as it is and empties it; what
 // follows it on its channel, up to a newline, is the rest of a cut line.
-func (p *Printer) printPartial(st *streamInfo, ch frames.ChannelID, pl *partial) {
+func (p *Printer) printPartial(pl *partial) {
 	if !pl.cut || !blankLine(pl.buf) {
-		p.printText(st, ch, pl.pos, pl.buf, "")
+		p.printText(pl.st, pl.ch, pl.ch.desc.ID, pl.pos, pl.buf, "")
 	}
 	pl.buf, pl.cut = pl.buf[:0], true
 }
@@ -522,33 +672,29 @@ func (p *Printer) printPartial(st *streamInfo, ch frames.ChannelID, pl *partial)
 // the rest of a cut line that is only its line end is not printed.
 func blankLine(line []byte) bool { return len(line) == 0 || len(line) == 1 && line[0] == '\r' }
 
-func channelName(st *streamInfo, id frames.ChannelID) (frames.ChannelDescriptor, string, bool) {
-	d, ok := st.channels[id]
-	if !ok {
-		return d, "#" + strconv.FormatUint(uint64(id), 10), false
-	}
-	return d, d.Name, true
-}
-
-func (p *Printer) textFrame(st *streamInfo, it Item) {
-	f := it.Frame
-	d, name, known := channelName(st, f.Channel)
+func (p *Printer) textFrame(st *streamInfo, ci *chanInfo, kind ItemKind, f *frames.Frame) {
 	note := ""
-	switch it.Kind {
+	switch kind {
 	case ItemConflict:
 		note = "[conflict: another payload was stored first] "
 	case ItemLate:
 		note = "[late] "
 	}
-	if !known || d.Content.Kind != frames.KindTextStream || note != "" {
+	if ci == nil || ci.kind != frames.KindTextStream || note != "" {
 		// Records, bytes and frames of unknown channels are shown whole,
 		// one line per frame.
-		p.cutBefore(st, f.Position, f.Channel, true)
-		p.prefix(st, strconv.FormatUint(uint64(f.Position), 10), name)
+		var except *partial
+		if ci != nil {
+			except = ci.line
+		}
+		p.cutBefore(st, f.Position, except)
+		p.prefix(f.Position, ci, f.Channel)
 		p.line = append(p.line, note...)
-		if known && d.Content.Kind == frames.KindJSONRecord && json.Valid(f.Payload) {
-			p.line = appendCompactJSON(p.line, f.Payload)
-		} else {
+		ok := false
+		if ci != nil && ci.kind == frames.KindJSONRecord {
+			p.line, ok = appendCompactJSON(p.line, f.Payload)
+		}
+		if !ok {
 			p.line = appendEscaped(p.line, f.Payload, true)
 		}
 		p.line = append(p.line, '\n')
@@ -559,9 +705,8 @@ func (p *Printer) textFrame(st *streamInfo, it Item) {
 	// across frames is shown once, whole, at the position it started,
 	// unless a line of another channel of the stream has to be printed
 	// after it first (see cutBefore).
-	k := lineKey{st.desc.Stream, f.Channel}
 	data := f.Payload
-	pl := p.partials[k]
+	pl := ci.line
 	pos := f.Position
 	if pl != nil && len(pl.buf) > 0 {
 		pos = pl.pos
@@ -570,17 +715,17 @@ func (p *Printer) textFrame(st *streamInfo, it Item) {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
 			if pl == nil {
-				pl = &partial{}
-				p.partials[k] = pl
-				p.pending = append(p.pending, k)
-				st.lines = append(st.lines, f.Channel)
+				pl = &partial{st: st, ch: ci}
+				ci.line = pl
+				p.pending = append(p.pending, pl)
+				st.lines = append(st.lines, pl)
 			}
 			if len(pl.buf) == 0 {
 				pl.pos = pos
 			}
 			pl.buf = append(pl.buf, data...)
 			if len(pl.buf) >= maxLine {
-				p.flushPartial(st, f.Channel, pl)
+				p.flushPartial(pl)
 			}
 			return
 		}
@@ -594,7 +739,10 @@ func (p *Printer) textFrame(st *streamInfo, it Item) {
 			cut, pl.cut = pl.cut, false
 		}
 		if !cut || !blankLine(line) {
-			p.textLine(st, f.Channel, pos, line, "")
+			// One text line, after the held partial lines of the
+			// stream's other channels that started before it.
+			p.cutBefore(st, pos, pl)
+			p.printText(st, ci, f.Channel, pos, line, "")
 		}
 		if pl != nil {
 			pl.buf = pl.buf[:0]
@@ -604,139 +752,201 @@ func (p *Printer) textFrame(st *streamInfo, it Item) {
 	}
 }
 
-// textLine prints one text line (without its newline) of channel ch that
-// started at pos, after the held partial lines of the stream's other
-// channels that started before it.
-func (p *Printer) textLine(st *streamInfo, ch frames.ChannelID, pos frames.Position, line []byte, note string) {
-	p.cutBefore(st, pos, ch, true)
-	p.printText(st, ch, pos, line, note)
-}
-
 // printText prints one text line as it is.
-func (p *Printer) printText(st *streamInfo, ch frames.ChannelID, pos frames.Position, line []byte, note string) {
-	_, name, _ := channelName(st, ch)
-	line = bytes.TrimSuffix(line, []byte{'\r'}) // CRLF is a line end
-	if bytes.IndexByte(line, '\r') >= 0 {
-		segs := bytes.Split(line, []byte{'\r'})
-		if p.opts.CRSegments {
-			for _, s := range segs {
-				p.textLine1(st, name, pos, s, note)
-			}
-			return
-		}
-		// A terminal shows the last segment written over the others.
-		last := segs[len(segs)-1]
-		for j := len(segs) - 1; j >= 0 && len(last) == 0; j-- {
-			last = segs[j]
-		}
-		line = last
+func (p *Printer) printText(st *streamInfo, ci *chanInfo, id frames.ChannelID, pos frames.Position, line []byte, note string) {
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1] // CRLF is a line end
 	}
-	p.textLine1(st, name, pos, line, note)
+	p.prefix(pos, ci, id)
+	p.line = append(p.line, note...)
+	if b, ok := appendEscapedText(p.line, line); ok {
+		p.line = append(b, '\n')
+		p.out(st, p.line)
+		return
+	}
+	// The line holds CRs (b stopped at the first).
+	if p.opts.CRSegments {
+		for {
+			i := bytes.IndexByte(line, '\r')
+			if i < 0 {
+				break
+			}
+			p.textLine(st, ci, id, pos, line[:i], note)
+			line = line[i+1:]
+		}
+	} else {
+		// A terminal shows the last segment written over the others: the
+		// last that is not empty.
+		for {
+			i := bytes.LastIndexByte(line, '\r')
+			if i < 0 || i+1 < len(line) {
+				line = line[i+1:]
+				break
+			}
+			line = line[:i]
+		}
+	}
+	p.textLine(st, ci, id, pos, line, note)
 }
 
-func (p *Printer) textLine1(st *streamInfo, name string, pos frames.Position, line []byte, note string) {
-	p.prefix(st, strconv.FormatUint(uint64(pos), 10), name)
+// textLine prints one segment of a text line, without CRs.
+func (p *Printer) textLine(st *streamInfo, ci *chanInfo, id frames.ChannelID, pos frames.Position, line []byte, note string) {
+	p.prefix(pos, ci, id)
 	p.line = append(p.line, note...)
 	p.line = appendEscaped(p.line, line, false)
 	p.line = append(p.line, '\n')
 	p.out(st, p.line)
 }
 
-func (p *Printer) jsonHead(b []byte, st *streamInfo) []byte {
-	b = append(b, `{"stream":`...)
-	b = appendJSONString(b, st.desc.Stream.String())
-	b = append(b, `,"node":`...)
-	b = appendJSONString(b, string(st.desc.Stream.Node))
-	b = append(b, `,"life":`...)
-	return strconv.AppendUint(b, uint64(st.desc.Stream.Life), 10)
-}
-
-func (p *Printer) jsonFrame(st *streamInfo, it Item) {
-	f := it.Frame
-	d, name, known := channelName(st, f.Channel)
-	b := p.jsonHead(p.line[:0], st)
+func (p *Printer) jsonFrame(st *streamInfo, ci *chanInfo, kind ItemKind, f *frames.Frame) {
+	b := append(p.line[:0], st.jsonHead...)
 	b = append(b, `,"position":`...)
 	b = strconv.AppendUint(b, uint64(f.Position), 10)
-	b = append(b, `,"channel":`...)
-	if known {
-		b = appendJSONString(b, name)
+	if ci != nil {
+		b = append(b, ci.json...)
 	} else {
-		b = append(b, "null"...)
+		b = append(b, `,"channel":null,"channel_id":`...)
+		b = strconv.AppendUint(b, uint64(f.Channel), 10)
+		b = append(b, `,"content":null`...)
 	}
-	b = append(b, `,"channel_id":`...)
-	b = strconv.AppendUint(b, uint64(f.Channel), 10)
-	b = append(b, `,"content":`...)
-	if known {
-		b = appendJSONString(b, d.Content.Kind.String())
-	} else {
-		b = append(b, "null"...)
-	}
+	n := len(b)
+	ok := false
 	switch {
-	case known && d.Content.Kind == frames.KindTextStream && utf8.Valid(f.Payload):
+	case ci == nil:
+	case ci.kind == frames.KindTextStream:
 		b = append(b, `,"text":`...)
-		b = appendJSONString(b, string(f.Payload))
-	case known && d.Content.Kind == frames.KindJSONRecord && json.Valid(f.Payload):
+		if b, ok = appendJSONQuoted(b, f.Payload); !ok {
+			b = b[:n] // not UTF-8
+		}
+	case ci.kind == frames.KindJSONRecord:
 		b = append(b, `,"record":`...)
-		b = appendCompactJSON(b, f.Payload)
-	default:
+		if b, ok = appendCompactJSON(b, f.Payload); !ok {
+			b = b[:n]
+		}
+	}
+	if !ok {
 		b = append(b, `,"bytes_b64":"`...)
 		b = base64.StdEncoding.AppendEncode(b, f.Payload)
 		b = append(b, '"')
-		if known && d.Content.Kind == frames.KindTextStream {
+		switch {
+		case ci == nil:
+		case ci.kind == frames.KindTextStream:
 			b = append(b, `,"utf8":false`...)
-		}
-		if known && d.Content.Kind == frames.KindJSONRecord {
+		case ci.kind == frames.KindJSONRecord:
 			b = append(b, `,"invalid_json":true`...)
 		}
 	}
-	switch it.Kind {
+	switch kind {
 	case ItemConflict:
 		b = append(b, `,"conflict":true`...)
 	case ItemLate:
 		b = append(b, `,"late":true`...)
 	}
 	if st.clockNS != 0 {
-		b = append(b, `,"time":"`...)
-		b = time.Unix(0, st.clockNS).UTC().AppendFormat(b, time.RFC3339Nano)
-		b = append(b, '"')
+		if st.timeNS != st.clockNS || len(st.timeJSON) == 0 {
+			t := append(st.timeJSON[:0], `,"time":"`...)
+			t = time.Unix(0, st.clockNS).UTC().AppendFormat(t, time.RFC3339Nano)
+			st.timeJSON, st.timeNS = append(t, '"'), st.clockNS
+		}
+		b = append(b, st.timeJSON...)
 	}
 	b = append(b, "}\n"...)
 	p.line = b
 	p.write(b)
 }
 
-func appendPadded(b []byte, s string, w int) []byte {
-	b = append(b, s...)
-	for i := utf8.RuneCountInString(s); i < w; i++ {
-		b = append(b, ' ')
+// decimalLen returns the number of decimal digits of v.
+func decimalLen(v uint64) int {
+	n := 1
+	for ; v >= 10000; v /= 10000 {
+		n += 4
+	}
+	for ; v >= 10; v /= 10 {
+		n++
+	}
+	return n
+}
+
+const decimalPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+
+// appendDecimal appends v, of n = decimalLen(v) digits, in decimal (as
+// strconv.AppendUint does, without its copy).
+func appendDecimal(b []byte, v uint64, n int) []byte {
+	b = append(b, spaces[:n]...)
+	d := b[len(b)-n:]
+	i := n
+	for v >= 100 {
+		r := v % 100 * 2
+		v /= 100
+		d[i-1], d[i-2] = decimalPairs[r+1], decimalPairs[r]
+		i -= 2
+	}
+	if v >= 10 {
+		d[i-1], d[i-2] = decimalPairs[v*2+1], decimalPairs[v*2]
+	} else {
+		d[i-1] = byte('0' + v)
 	}
 	return b
 }
 
-func appendCompactJSON(b, payload []byte) []byte {
-	var buf bytes.Buffer
-	if json.Compact(&buf, payload) != nil {
-		return appendEscaped(b, payload, true)
+const spaces = "                                                                "
+
+// appendPad appends n spaces (none if n ≤ 0).
+func appendPad(b []byte, n int) []byte {
+	for n > len(spaces) {
+		b = append(b, spaces...)
+		n -= len(spaces)
 	}
-	return append(b, buf.Bytes()...)
+	if n > 0 {
+		b = append(b, spaces[:n]...)
+	}
+	return b
 }
 
-func appendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // strings always marshal
-	return append(b, q...)
+// appendPadded appends s, padded with spaces to w runes.
+func appendPadded(b []byte, s string, w int) []byte {
+	return appendPad(append(b, s...), w-utf8.RuneCountInString(s))
 }
 
-const hexDigits = "0123456789abcdef"
+// Bytes of eight lanes, for testing eight bytes at once.
+const (
+	lanes01 = 0x0101010101010101
+	lanes80 = 0x8080808080808080
+)
+
+// printable8 reports whether the eight bytes of x (one per lane) are all
+// printable ASCII, 0x20 to 0x7e. Each term is exact as to whether any lane
+// has its property: bytes below 0x20 (x - 0x20 borrows into the top bit
+// of a lane that had it clear), above 0x7e (x + 1 reaches the top bit, or
+// it was set).
+func printable8(x uint64) bool {
+	return ((x-0x20*lanes01)&^x|(x+lanes01)|x)&lanes80 == 0
+}
 
 // appendEscaped appends payload with every byte a terminal would act on or
 // that is not valid UTF-8 shown as \xNN, so that raw bytes are visible and
 // nothing reaches the terminal as a control sequence. Tabs are kept unless
 // all is set (then everything but printable text is escaped).
 func appendEscaped(b, payload []byte, all bool) []byte {
+	b, _ = appendEscapedStop(b, payload, all, false)
+	return b
+}
+
+// appendEscapedText is appendEscaped of a text line (tabs kept), as long as
+// it has no CR: at a CR it stops and returns false, with b extended by what
+// precedes the CR.
+func appendEscapedText(b, line []byte) ([]byte, bool) {
+	return appendEscapedStop(b, line, false, true)
+}
+
+func appendEscapedStop(b, payload []byte, all, stopCR bool) ([]byte, bool) {
 	for i := 0; i < len(payload); {
 		c := payload[i]
 		if c >= 0x20 && c < 0x7f {
 			j := i + 1
+			for j+8 <= len(payload) && printable8(load64(payload, j)) {
+				j += 8
+			}
 			for j < len(payload) && payload[j] >= 0x20 && payload[j] < 0x7f {
 				j++
 			}
@@ -749,6 +959,9 @@ func appendEscaped(b, payload []byte, all bool) []byte {
 			i++
 			continue
 		}
+		if c == '\r' && stopCR {
+			return b, false
+		}
 		if c >= 0x80 {
 			r, n := utf8.DecodeRune(payload[i:])
 			if r != utf8.RuneError && !(r >= 0x80 && r < 0xa0) {
@@ -760,5 +973,329 @@ func appendEscaped(b, payload []byte, all bool) []byte {
 		b = append(b, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
 		i++
 	}
+	return b, true
+}
+
+const hexDigits = "0123456789abcdef"
+
+// jsonSafe holds the ASCII bytes that encoding/json copies into a string
+// as they are (its htmlSafeSet): not '"', '\\', '<', '>', '&' or a control
+// character below 0x20.
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = true
+	}
+	for _, c := range `"\<>&` {
+		t[c] = false
+	}
+	return t
+}()
+
+// jsonSafe8 reports whether the eight bytes of x are all jsonSafe: none
+// is below 0x20 or from 0x80 up, nor '"' or '&' (x|4 is 0x26), '<' or '>' (x|2
+// is 0x3e), or '\\'. Each term is exact as to whether any lane has its
+// property (see printable8; (v-1)&^v has the top bit of a lane set where
+// v is zero).
+func jsonSafe8(x uint64) bool {
+	q := (x | 0x04*lanes01) ^ 0x26*lanes01
+	a := (x | 0x02*lanes01) ^ 0x3e*lanes01
+	s := x ^ 0x5c*lanes01
+	return ((x-0x20*lanes01)&^x|x|(q-lanes01)&^q|(a-lanes01)&^a|(s-lanes01)&^s)&lanes80 == 0
+}
+
+// load64 returns the eight bytes of s at i, the first in the low byte.
+func load64[S ~string | ~[]byte](s S, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// appendJSONString appends s as a JSON string, exactly as json.Marshal
+// encodes it: <, > and & as \u003c, \u003e and \u0026, U+2028 and U+2029
+// escaped, and each byte that is not valid UTF-8 as \ufffd.
+func appendJSONString[S ~string | ~[]byte](b []byte, s S) []byte {
+	b, _ = appendJSONQuoted(b, s)
 	return b
+}
+
+// appendJSONQuoted is appendJSONString that also reports whether s is
+// valid UTF-8 (utf8.Valid), so that a caller can check and encode in one
+// pass.
+func appendJSONQuoted[S ~string | ~[]byte](b []byte, s S) ([]byte, bool) {
+	valid := true
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if jsonSafe[c] {
+			i++
+			for i+8 <= len(s) && jsonSafe8(load64(s, i)) {
+				i += 8
+			}
+			continue
+		}
+		if c < utf8.RuneSelf {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+			}
+			i++
+			start = i
+			continue
+		}
+		var rb [utf8.UTFMax]byte
+		r, size := utf8.DecodeRune(rb[:copy(rb[:], s[i:])])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			valid = false
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&15])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"'), valid
+}
+
+// maxJSONDepth is encoding/json's nesting limit: a value nested deeper is
+// not valid JSON to json.Valid.
+const maxJSONDepth = 10000
+
+// appendCompactJSON appends src with the insignificant space elided, as
+// json.Compact does, if src is valid JSON (json.Valid); if it is not, it
+// returns b unchanged and false. It reads src once.
+func appendCompactJSON(b, src []byte) ([]byte, bool) {
+	n0 := len(b)
+	// One bit per open container, set for an object, clear for an array.
+	var stack [4]uint64
+	objects := stack[:]
+	depth := 0
+	i, start := 0, 0 // src[start:i] is yet to be appended
+	key := false     // an object's key comes next
+value:
+	for {
+		if i < len(src) && isJSONSpace(src[i]) {
+			b, i, start = elideSpace(b, src, i, start)
+		}
+		if key {
+			if i == len(src) || src[i] != '"' {
+				return b[:n0], false
+			}
+			if i = endJSONString(src, i); i < 0 {
+				return b[:n0], false
+			}
+			if i < len(src) && isJSONSpace(src[i]) {
+				b, i, start = elideSpace(b, src, i, start)
+			}
+			if i == len(src) || src[i] != ':' {
+				return b[:n0], false
+			}
+			i++
+			if i < len(src) && isJSONSpace(src[i]) {
+				b, i, start = elideSpace(b, src, i, start)
+			}
+			key = false
+		}
+		if i == len(src) {
+			return b[:n0], false
+		}
+		switch c := src[i]; c {
+		case '{', '[':
+			if depth == maxJSONDepth {
+				return b[:n0], false
+			}
+			if depth>>6 == len(objects) {
+				objects = append(objects, 0)
+			}
+			if c == '{' {
+				objects[depth>>6] |= 1 << (depth & 63)
+			} else {
+				objects[depth>>6] &^= 1 << (depth & 63)
+			}
+			depth++
+			i++
+			if i < len(src) && isJSONSpace(src[i]) {
+				b, i, start = elideSpace(b, src, i, start)
+			}
+			if i < len(src) && src[i] == c+2 { // '}' or ']': empty
+				i++
+				depth--
+				break
+			}
+			key = c == '{'
+			continue value
+		case '"':
+			i = endJSONString(src, i)
+		case 't':
+			i = cutLiteral(src, i, "true")
+		case 'f':
+			i = cutLiteral(src, i, "false")
+		case 'n':
+			i = cutLiteral(src, i, "null")
+		default:
+			i = endJSONNumber(src, i)
+		}
+		if i < 0 {
+			return b[:n0], false
+		}
+		// After a value: close containers until a comma.
+		for {
+			if i < len(src) && isJSONSpace(src[i]) {
+				b, i, start = elideSpace(b, src, i, start)
+			}
+			if depth == 0 {
+				if i < len(src) {
+					return b[:n0], false
+				}
+				return append(b, src[start:]...), true
+			}
+			if i == len(src) {
+				return b[:n0], false
+			}
+			inObject := objects[(depth-1)>>6]&(1<<((depth-1)&63)) != 0
+			switch c := src[i]; {
+			case c == ',':
+				i++
+				key = inObject
+				continue value
+			case c == '}' && inObject, c == ']' && !inObject:
+				i++
+				depth--
+			default:
+				return b[:n0], false
+			}
+		}
+	}
+}
+
+// elideSpace appends src[start:i] to b and skips the white space at src[i:];
+// it returns b and the new i and start, both after the space.
+func elideSpace(b, src []byte, i, start int) ([]byte, int, int) {
+	b = append(b, src[start:i]...)
+	for i++; i < len(src) && isJSONSpace(src[i]); i++ {
+	}
+	return b, i, i
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// jsonPlain holds the bytes a JSON string holds as they are: not '"', '\\'
+// or a control character below 0x20. encoding/json's scanner does not
+// check UTF-8.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// endJSONString returns the index after the JSON string starting at
+// src[i], a '"', or -1 if it is not a valid string.
+func endJSONString(src []byte, i int) int {
+	for i++; i < len(src); {
+		if jsonPlain[src[i]] {
+			i++
+			continue
+		}
+		switch src[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			if i+1 == len(src) {
+				return -1
+			}
+			switch src[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(src) {
+					return -1
+				}
+				for _, h := range src[i+2 : i+6] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return -1
+					}
+				}
+				i += 6
+			default:
+				return -1
+			}
+		default:
+			return -1 // a control character
+		}
+	}
+	return -1
+}
+
+// endJSONNumber returns the index after the JSON number starting at src[i],
+// or -1 if there is none.
+func endJSONNumber(src []byte, i int) int {
+	if i < len(src) && src[i] == '-' {
+		i++
+	}
+	switch {
+	case i == len(src):
+		return -1
+	case src[i] == '0':
+		i++
+	case '1' <= src[i] && src[i] <= '9':
+		i = endDigits(src, i+1)
+	default:
+		return -1
+	}
+	if i < len(src) && src[i] == '.' {
+		if i+1 == len(src) || !isDigit(src[i+1]) {
+			return -1
+		}
+		i = endDigits(src, i+1)
+	}
+	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
+		i++
+		if i < len(src) && (src[i] == '+' || src[i] == '-') {
+			i++
+		}
+		if i == len(src) || !isDigit(src[i]) {
+			return -1
+		}
+		i = endDigits(src, i)
+	}
+	return i
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func endDigits(src []byte, i int) int {
+	for i < len(src) && isDigit(src[i]) {
+		i++
+	}
+	return i
+}
+
+// cutLiteral returns the index after lit at src[i], or -1 if it is not
+// there.
+func cutLiteral(src []byte, i int, lit string) int {
+	if len(src)-i < len(lit) || string(src[i:i+len(lit)]) != lit {
+		return -1
+	}
+	return i + len(lit)
 }

@@ -2,8 +2,14 @@ package views
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -178,6 +184,369 @@ func TestEscape(t *testing.T) {
 	for _, tt := range tests {
 		if got := string(appendEscaped(nil, []byte(tt.in), false)); got != tt.want {
 			t.Errorf("escape(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// escapeByByte is appendEscaped one byte at a time, the reference its
+// eight-at-a-time scan is checked against.
+func escapeByByte(b, payload []byte, all bool) []byte {
+	for i := 0; i < len(payload); {
+		c := payload[i]
+		switch {
+		case c >= 0x20 && c < 0x7f, c == '\t' && !all:
+			b = append(b, c)
+			i++
+			continue
+		case c >= 0x80:
+			r, n := utf8.DecodeRune(payload[i:])
+			if r != utf8.RuneError && !(r >= 0x80 && r < 0xa0) {
+				b = append(b, payload[i:i+n]...)
+				i += n
+				continue
+			}
+		}
+		b = append(b, fmt.Sprintf(`\x%02x`, c)...)
+		i++
+	}
+	return b
+}
+
+// specialAt returns texts of 24 bytes of filler with s at every offset
+// from 0 to 16, so that it falls in every lane of an eight-byte scan.
+func specialAt(filler byte, s string) []string {
+	var out []string
+	for off := 0; off <= 16; off++ {
+		b := bytes.Repeat([]byte{filler}, 24)
+		out = append(out, string(b[:off])+s+string(b[off+len(s):]))
+	}
+	return out
+}
+
+func TestEscapeEightAtATime(t *testing.T) {
+	var ins []string
+	for c := range 256 {
+		ins = append(ins, specialAt('a', string(rune(0)+rune(c)))...) // one byte c
+		ins = append(ins, specialAt('a', string([]byte{byte(c)}))...)
+	}
+	for _, s := range []string{"é", "✓", "\u0085", "\xc3\x28", "\x1b[1m", "\r\n", "\t"} {
+		ins = append(ins, specialAt('z', s)...)
+	}
+	for _, in := range ins {
+		for _, all := range []bool{false, true} {
+			want := escapeByByte([]byte("pre:"), []byte(in), all)
+			if got := appendEscaped([]byte("pre:"), []byte(in), all); !bytes.Equal(got, want) {
+				t.Fatalf("appendEscaped(%q, %v) = %q, want %q", in, all, got, want)
+			}
+		}
+		// A text line stops at its first CR.
+		got, ok := appendEscapedText(nil, []byte(in))
+		cr := strings.IndexByte(in, '\r')
+		if ok != (cr < 0) {
+			t.Fatalf("appendEscapedText(%q) ok = %v", in, ok)
+		}
+		if cr < 0 {
+			cr = len(in)
+		}
+		if want := escapeByByte(nil, []byte(in[:cr]), false); !bytes.Equal(got, want) {
+			t.Fatalf("appendEscapedText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzAppendEscaped(f *testing.F) {
+	for _, s := range []string{"plain text", "tab\there", "esc\x1b[31mred", "héllo ✓ \xc3\x28 \u0085", "a\r\nb\rc"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		for _, all := range []bool{false, true} {
+			if got, want := appendEscaped(nil, in, all), escapeByByte(nil, in, all); !bytes.Equal(got, want) {
+				t.Fatalf("appendEscaped(%q, %v) = %q, want %q", in, all, got, want)
+			}
+		}
+	})
+}
+
+// Each eight-byte test is exact: a word is all printable (all safe) just
+// when each of its bytes is.
+func TestEightByteClasses(t *testing.T) {
+	check := func(x uint64) {
+		t.Helper()
+		printable, safe := true, true
+		for k := range 8 {
+			c := byte(x >> (8 * k))
+			printable = printable && c >= 0x20 && c < 0x7f
+			safe = safe && jsonSafe[c]
+		}
+		if printable8(x) != printable || jsonSafe8(x) != safe {
+			t.Fatalf("%#016x: printable8 %v, jsonSafe8 %v; want %v, %v", x, printable8(x), jsonSafe8(x), printable, safe)
+		}
+	}
+	for c := range uint64(256) {
+		for k := range 8 {
+			for _, filler := range []uint64{'a', 0x20, 0x7e, 0x7f, 0x1f, 0x00, 0xff, '"'} {
+				x := filler * lanes01
+				x = x&^(0xff<<(8*k)) | c<<(8*k)
+				check(x)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1 << 18 {
+		x := r.Uint64()
+		// Mostly printable lanes, so that the few others are tested alone.
+		check(x &^ (lanes80 & r.Uint64() & r.Uint64()))
+		check(x&^lanes80 | 0x20*lanes01)
+	}
+}
+
+var jsonStringTests = []string{
+	"", "plain", `"quoted" \ back/slash`, "\b\f\n\r\t", "\x00\x01\x1f\x7f",
+	"<a href=\"x\">&amp;</a>", "\u2028\u2029", "a\u2028b\u2029c", "é✓🙂",
+	"\xff", "\xc3\x28", "a\xe2\x80", "\xe2\x80\xa8\xe2\x80", "\xed\xa0\x80", "\xef\xbf\xbd",
+	"\xf4\x90\x80\x80", "\xc0\xaf", strings.Repeat("long ascii text ", 10),
+}
+
+func TestAppendJSONString(t *testing.T) {
+	ins := slices.Clone(jsonStringTests)
+	for c := range 256 {
+		ins = append(ins, specialAt('a', string([]byte{byte(c)}))...)
+	}
+	for _, s := range []string{"\u2028", "\u2029", "é", "\xe2\x80"} {
+		ins = append(ins, specialAt('a', s)...)
+	}
+	for _, s := range ins {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("appendJSONString(%q) = %s, want %s", s, got[1:], want)
+		}
+		got, valid := appendJSONQuoted(nil, []byte(s))
+		if string(got) != string(want) || valid != utf8.ValidString(s) {
+			t.Errorf("appendJSONQuoted(%q) = %s, %v; want %s, %v", s, got, valid, want, utf8.ValidString(s))
+		}
+	}
+}
+
+// FuzzAppendJSONString checks appendJSONString against json.Marshal.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range jsonStringTests {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
+		}
+		got, valid := appendJSONQuoted([]byte("{"), []byte(s))
+		if !bytes.Equal(got[1:], want) || got[0] != '{' || valid != utf8.ValidString(s) {
+			t.Fatalf("appendJSONQuoted(%q) = %s, %v", s, got, valid)
+		}
+	})
+}
+
+var compactJSONTests = []string{
+	``, ` `, `{}`, `[]`, ` { } `, `[ ]`, `{"a":1}`, ` { "a" : [ 1 , 2.5e-3 , true , false , null , "s p" ] } `,
+	"{\n\t\"a\":\r\n1}", `"str"`, `"a\"b\\c\/d\b\f\n\r\t\u00e9\u12aF"`, `"\u12G4"`, `"\u12"`, `"\x"`, `"\`,
+	"\"tab\there\"", "\"nul\x00\"", "\"bad utf8 \xff\xfe\"", "\"\u2028<&>\"", `"unterminated`,
+	`0`, `-0`, `01`, `-01`, `1.`, `1.5`, `.5`, `-`, `+1`, `1e`, `1e+`, `1e+5`, `1E-05`, `1.5e3`, `-1.0E+2`, `123abc`,
+	`true`, `tru`, `truex`, `false`, `fals`, `null`, `nul`, `nULL`, `True`,
+	`{"a":1}x`, `{"a":1}}`, `[1,]`, `[,1]`, `{"a":1,}`, `{,"a":1}`, `{"a"}`, `{"a":}`, `{1:2}`, `{"a" 1}`,
+	`[1 2]`, `{"a":1 "b":2}`, `[}`, `{]`, `[[[]]]`, `[{"a":[{"b":{}}]}]`, `1 2`, `"a" "b"`, ` 1 `, `[1]]`,
+	"\xef\xbb\xbf{}", `{"a":{"b":{"c":[1,{"d":null}]}}}`, "[1,\v2]", "[1,\f2]",
+	strings.Repeat("[", 100) + strings.Repeat("]", 100),
+	strings.Repeat(`{"a":[`, 70) + "0" + strings.Repeat("]}", 70),
+	strings.Repeat(`{"a":[`, 70) + "0" + strings.Repeat("}]", 70),
+	strings.Repeat(`[ `, 10000) + strings.Repeat(` ]`, 10000),
+	strings.Repeat(`[`, 10001) + strings.Repeat(`]`, 10001),
+	strings.Repeat(`{"k":`, 9999) + `[]` + strings.Repeat(`}`, 9999),
+	strings.Repeat(`{"k":`, 10000) + `[]` + strings.Repeat(`}`, 10000),
+}
+
+// compactRef is what the printer used to do: json.Valid, then json.Compact.
+func compactRef(src []byte) ([]byte, bool) {
+	if !json.Valid(src) {
+		return nil, false
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, src); err != nil {
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+func checkCompactJSON(t *testing.T, src []byte) {
+	t.Helper()
+	want, wantOK := compactRef(src)
+	got, ok := appendCompactJSON([]byte("pre:"), src)
+	if ok != wantOK || !ok && string(got) != "pre:" || ok && string(got) != "pre:"+string(want) {
+		in := string(src)
+		if len(in) > 80 {
+			in = in[:80] + "…"
+		}
+		t.Fatalf("appendCompactJSON(%q) = %q, %v; want %q, %v", in, got, ok, want, wantOK)
+	}
+}
+
+func TestAppendCompactJSON(t *testing.T) {
+	for _, s := range compactJSONTests {
+		checkCompactJSON(t, []byte(s))
+	}
+}
+
+// FuzzAppendCompactJSON checks appendCompactJSON against json.Valid and
+// json.Compact.
+func FuzzAppendCompactJSON(f *testing.F) {
+	for _, s := range compactJSONTests {
+		if len(s) < 1000 {
+			f.Add([]byte(s))
+		}
+	}
+	f.Fuzz(func(t *testing.T, src []byte) { checkCompactJSON(t, src) })
+}
+
+var clockTests = []string{
+	`{"unix_ns":1732953600123456789,"mono_ns":0}`, `{"unix_ns":5,"mono_ns":-7}`, `{"unix_ns":-5,"mono_ns":0}`,
+	`{"unix_ns":0,"mono_ns":0}`, `{"unix_ns":-0,"mono_ns":0}`, `{"unix_ns":01,"mono_ns":0}`,
+	`{"unix_ns":9223372036854775807,"mono_ns":0}`, `{"unix_ns":9223372036854775808,"mono_ns":0}`,
+	`{"unix_ns":1,"mono_ns":99999999999999999999}`, `{"unix_ns":12345678901234567890123,"mono_ns":1}`,
+	`{"unix_ns":1e3,"mono_ns":0}`, `{"unix_ns":1.0,"mono_ns":0}`, `{"unix_ns":+1,"mono_ns":0}`,
+	`{"unix_ns": 7,"mono_ns":0}`, `{"mono_ns":0,"unix_ns":7}`, `{"unix_ns":7}`, `{"UNIX_NS":7,"mono_ns":0}`,
+	`{"unix_ns":7,"mono_ns":0,"x":1}`, `{"unix_ns":7,"mono_ns":0} `, `{"unix_ns":7,"mono_ns":0}}`,
+	`{"unix_ns":7,"mono_ns":}`, `{"unix_ns":,"mono_ns":0}`, `{"unix_ns":"7","mono_ns":0}`, `null`, ``,
+	`{"unix_ns":7,"unix_ns":8,"mono_ns":0}`,
+}
+
+func checkClock(t *testing.T, payload []byte) {
+	t.Helper()
+	c, err := frames.DecodeRecord(payload, frames.ClockRecord{})
+	ns, ok := decodeClock(payload)
+	if ok != (err == nil) || ok && ns != c.UnixNS {
+		t.Fatalf("decodeClock(%q) = %d, %v; DecodeRecord gives %d, %v", payload, ns, ok, c.UnixNS, err)
+	}
+}
+
+func TestDecodeClock(t *testing.T) {
+	for _, s := range clockTests {
+		checkClock(t, []byte(s))
+	}
+}
+
+// FuzzDecodeClock checks decodeClock against frames.DecodeRecord.
+func FuzzDecodeClock(f *testing.F) {
+	for _, s := range clockTests {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) { checkClock(t, payload) })
+}
+
+// A frame's time is its own stream's latest clock reading, and it changes
+// with each reading.
+func TestLogJSONTimePerStream(t *testing.T) {
+	var out bytes.Buffer
+	p := NewPrinter(&out, LogOptions{Format: FormatJSON})
+	s2 := frames.StreamID{Node: "node-beta", Life: 2}
+	for _, s := range []frames.StreamID{S, s2} {
+		p.Channel(frames.ChannelDescriptor{Stream: s, ID: 1, Name: "datastream.clock", Content: frames.JSONRecord("datastream.clock")})
+		p.Channel(frames.ChannelDescriptor{Stream: s, ID: 2, Name: "out", Content: frames.TextStream()})
+	}
+	item := func(s frames.StreamID, f frames.Frame) { p.Item(Item{Kind: ItemFrame, Stream: s, Frame: f}) }
+	item(S, on(2, 0, "a"))
+	item(S, on(1, 1, `{"unix_ns":1000000000,"mono_ns":0}`))
+	item(S, on(2, 2, "b"))
+	item(s2, on(2, 0, "c"))
+	item(s2, on(1, 1, `{"unix_ns":2000000000, "mono_ns":0}`))
+	item(S, on(2, 3, "d"))
+	item(s2, on(2, 2, "e"))
+	item(S, on(1, 4, `{"unix_ns":3000000000,"mono_ns":1}`))
+	item(S, on(1, 5, `{"unix_ns":0,"mono_ns":2}`)) // not a reading
+	item(S, on(2, 6, "f"))
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for line := range strings.Lines(out.String()) {
+		var v struct{ Stream, Text, Time string }
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v.Stream+" "+v.Text+" "+v.Time)
+	}
+	want := []string{
+		"node-alpha#1 a ",
+		"node-alpha#1 b 1970-01-01T00:00:01Z",
+		"node-beta#2 c ",
+		"node-alpha#1 d 1970-01-01T00:00:01Z",
+		"node-beta#2 e 1970-01-01T00:00:02Z",
+		"node-alpha#1 f 1970-01-01T00:00:03Z",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+}
+
+// Channel ids are any uint32: those without a descriptor show as #id (or
+// null), and a descriptor that arrives later names them from then on.
+func TestLogChannelIDs(t *testing.T) {
+	big := frames.ChannelID(1<<32 - 1)
+	run := func(format LogFormat) string {
+		var out bytes.Buffer
+		p := NewPrinter(&out, LogOptions{Format: format})
+		item := func(f frames.Frame) { p.Item(Item{Kind: ItemFrame, Stream: S, Frame: f}) }
+		item(on(big, 0, "x\n"))
+		item(on(300, 1, "y\n"))
+		p.Channel(frames.ChannelDescriptor{Stream: S, ID: big, Name: "big", Content: frames.TextStream()})
+		p.Channel(frames.ChannelDescriptor{Stream: S, ID: 300, Name: "mid", Content: frames.TextStream()})
+		p.Channel(frames.ChannelDescriptor{Stream: S, ID: 7, Name: "small", Content: frames.TextStream()})
+		item(on(big, 1234567, "jo"))
+		item(on(300, 1234568, "one\n"))
+		item(on(big, 1234569, "ined\n"))
+		item(on(7, 1234570, "seven\n"))
+		p.Channel(frames.ChannelDescriptor{Stream: S, ID: big, Name: "ignored", Content: frames.JSONRecord("x")})
+		item(on(big, 1234571, "again\n"))
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	want := "" +
+		"     0  #4294967295       x\\x0a\n" + // shown whole, as bytes
+		"     1  #300              y\\x0a\n" +
+		"1234567  big               jo\n" +
+		"1234568  mid               one\n" +
+		"1234569  big               ined\n" +
+		"1234570  small             seven\n" +
+		"1234571  big               again\n"
+	if diff := cmp.Diff(want, run(FormatText)); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	js := run(FormatJSON)
+	for _, want := range []string{
+		`"position":0,"channel":null,"channel_id":4294967295,"content":null,"bytes_b64":"eAo="}`,
+		`"position":1234567,"channel":"big","channel_id":4294967295,"content":"TextStream","text":"jo"}`,
+		`"position":1234570,"channel":"small","channel_id":7,"content":"TextStream","text":"seven\n"}`,
+	} {
+		if !strings.Contains(js, want) {
+			t.Errorf("--json lacks %s:\n%s", want, js)
+		}
+	}
+}
+
+func TestDecimal(t *testing.T) {
+	for _, v := range []uint64{0, 1, 9, 10, 99, 100, 101, 999, 1000, 9999, 10000, 99999, 100000, 123456789, 1<<63 - 1, 1 << 63, 1<<64 - 1} {
+		for _, w := range []uint64{v, v - 1, v + 1} {
+			want := strconv.FormatUint(w, 10)
+			if n := decimalLen(w); n != len(want) {
+				t.Errorf("decimalLen(%d) = %d", w, n)
+			}
+			if got := appendDecimal([]byte("x"), w, len(want)); string(got) != "x"+want {
+				t.Errorf("appendDecimal(%d) = %s", w, got)
+			}
 		}
 	}
 }

@@ -3,16 +3,35 @@ package views
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
+// SegmentHeader is what [Scan] reports of a segment header.
+type SegmentHeader struct {
+	// Stream is the segment's stream.
+	Stream frames.StreamDescriptor
+	// Channels is the full catalog known when the segment started.
+	Channels []frames.ChannelDescriptor
+	// Seq is the header's sequence number: 0 for its writer's first
+	// segment of the stream, one more at each rotation. A stream whose
+	// first segment read has Seq > 0 lacks the frames its writer wrote
+	// before (see [ItemStart]).
+	Seq uint64
+	// Writer is the writer identity, e.g. "ds 0.1.0".
+	Writer string
+	// Offset is the input offset of the header, in bytes.
+	Offset int64
+}
+
 // Sink receives what [Scan] reads from a capture, in file order.
 type Sink interface {
-	// Segment reports a segment header: the stream and its full catalog.
-	Segment(d frames.StreamDescriptor, channels []frames.ChannelDescriptor)
+	// Header reports a segment header: the stream, its full catalog and
+	// the header's sequence number. h.Channels may be retained.
+	Header(h SegmentHeader)
 	// Channel reports a ChannelDeclared record.
 	Channel(d frames.ChannelDescriptor)
 	// Frame reports a frame of stream s. f.Payload is valid only during the
@@ -22,6 +41,9 @@ type Sink interface {
 	Ended(s frames.StreamID)
 	// Damage reports bytes [offset, end) that could not be read; torn is
 	// set when the input ended inside a record (a writer that was killed).
+	// Adjacent damaged ranges come as one (err then says how many records
+	// it spans, and unwraps to the first one's cause); a torn tail always
+	// comes on its own.
 	Damage(offset, end int64, torn bool, err error)
 }
 
@@ -32,45 +54,49 @@ type ScanOptions struct {
 	Follow bool
 	// MaxRecordSize overrides the reader's record size limit (0: default).
 	MaxRecordSize int
+	// Offset is the input offset of r's first byte, when r is part of a
+	// capture (a segments.Span): header offsets and damaged ranges are
+	// reported from it.
+	Offset int64
+	// SkipBefore makes the reader skip the frames of records that start
+	// before this input offset (segments.ReaderOptions.SkipBefore): ds
+	// tail reads a segment's header and its last blocks only.
+	SkipBefore int64
 }
 
 // Scan reads one capture from r and reports everything in it to sink. It
 // returns nil at the end of the input (damage is reported to the sink, not
 // returned), ctx.Err() when ctx ends, and otherwise the I/O error that
 // stopped it.
+//
+// A damaged range is reported once the reader has gone past it, so that a
+// truncated record at the very end (a torn tail) can be told from one cut
+// short by the next good record, and so that damaged ranges that follow
+// each other without a gap (a run of bad records) are reported as one:
+// whatever the input, Scan holds at most two ranges back.
 func Scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink) error {
-	sr := segments.NewReader(r, segments.ReaderOptions{Follow: opts.Follow, Context: ctx, MaxRecordSize: opts.MaxRecordSize})
-	// A damaged range is reported once the reader has gone past it, so that
-	// a truncated record at the very end (a torn tail) can be told from one
-	// cut short by the next good record.
-	var held *segments.CorruptError
-	report := func(tail bool) {
-		if held != nil {
-			sink.Damage(held.Offset, held.End, tail && errors.Is(held.Err, io.ErrUnexpectedEOF), held.Err)
-			held = nil
-		}
-	}
+	sr := segments.NewReader(r, segments.ReaderOptions{Follow: opts.Follow, Context: ctx, MaxRecordSize: opts.MaxRecordSize, Offset: opts.Offset, SkipBefore: opts.SkipBefore})
+	var d damageRuns
 	var e segments.Entry
 	for {
 		err := sr.NextInto(&e)
 		if err == io.EOF {
-			report(true)
+			d.flush(sink, true)
 			return nil
 		}
 		var ce *segments.CorruptError
 		if errors.As(err, &ce) {
-			report(false)
-			held = ce
+			d.add(sink, ce)
 			continue
 		}
+		d.flush(sink, false)
 		if err != nil {
-			report(false)
 			return err
 		}
-		report(false)
 		switch e.Kind {
 		case segments.EntrySegment:
-			sink.Segment(e.Header.Stream, e.Header.Channels)
+			h := e.Header
+			sink.Header(SegmentHeader{Stream: h.Stream, Channels: h.Channels, Seq: h.Seq, Writer: h.Writer, Offset: e.Offset})
 		case segments.EntryChannel:
 			sink.Channel(*e.Channel)
 		case segments.EntryFrame:
@@ -81,7 +107,89 @@ func Scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink) error {
 	}
 }
 
-// Info implements Sink too: see its Segment, Channel, Frame, Ended and
+// damageRuns holds the damaged ranges [Scan] has not reported yet: run,
+// adjacent ranges merged, and last, the latest, which may yet turn out to
+// be a torn tail.
+type damageRuns struct {
+	run  damageRun
+	last *segments.CorruptError
+}
+
+// damageRun is a run of n adjacent damaged ranges [offset, end); err is
+// the first one's cause.
+type damageRun struct {
+	offset, end int64
+	err         error
+	n           int
+}
+
+// add takes the next damaged range.
+func (d *damageRuns) add(sink Sink, ce *segments.CorruptError) {
+	if d.last != nil {
+		d.merge(sink, d.last) // something follows it: not a tail
+		if d.last.End != ce.Offset {
+			d.report(sink)
+		}
+	}
+	d.last = ce
+}
+
+// merge adds ce to the run, reporting the run first if ce does not
+// continue it.
+func (d *damageRuns) merge(sink Sink, ce *segments.CorruptError) {
+	if d.run.n > 0 && d.run.end == ce.Offset {
+		d.run.end = ce.End
+		d.run.n++
+		return
+	}
+	d.report(sink)
+	d.run = damageRun{offset: ce.Offset, end: ce.End, err: ce.Err, n: 1}
+}
+
+// flush reports everything held; at the end of input (tail), a last
+// range cut short by the end is a torn tail.
+func (d *damageRuns) flush(sink Sink, tail bool) {
+	if last := d.last; last != nil {
+		d.last = nil
+		if tail && errors.Is(last.Err, io.ErrUnexpectedEOF) {
+			d.report(sink)
+			sink.Damage(last.Offset, last.End, true, last.Err)
+			return
+		}
+		d.merge(sink, last)
+	}
+	d.report(sink)
+}
+
+func (d *damageRuns) report(sink Sink) {
+	if d.run.n == 0 {
+		return
+	}
+	err := d.run.err
+	if d.run.n > 1 {
+		err = &RunError{Err: err, Records: d.run.n}
+	}
+	sink.Damage(d.run.offset, d.run.end, false, err)
+	d.run = damageRun{}
+}
+
+// RunError is the cause [Scan] reports for adjacent damaged ranges
+// reported as one: Records ranges (bad headers or records) in a row, the
+// first of which failed with Err.
+type RunError struct {
+	Err     error
+	Records int
+}
+
+// Error returns the first range's cause and how many followed it.
+func (e *RunError) Error() string {
+	return fmt.Sprintf("%v, and %d more damaged records right after it", e.Err, e.Records-1)
+}
+
+// Unwrap returns the first range's cause.
+func (e *RunError) Unwrap() error { return e.Err }
+
+// Info implements Sink too: see its Header, Channel, Frame, Ended and
 // Damage methods.
 var _ Sink = (*Info)(nil)
 
@@ -91,19 +199,44 @@ type LogSink struct {
 	P    *Printer
 	A    *Assembler
 	File string // the input's name, for damage lines
+	// Partial says that the input is read from part-way (ds tail): every
+	// stream starts at the first position read, and where it starts is
+	// not shown.
+	Partial bool
 }
 
-// NewLogSink returns a sink printing to p with the given reorder window.
+// NewLogSink returns a sink printing to p with the given reorder window
+// per stream, in bytes (0: DefaultWindow; see [AssemblerOptions]).
 func NewLogSink(p *Printer, window int) *LogSink {
-	return &LogSink{P: p, A: NewAssembler(window, p.Item)}
+	s := &LogSink{P: p}
+	s.A = NewAssembler(window, s.item)
+	return s
 }
 
-// Segment implements Sink.
-func (s *LogSink) Segment(d frames.StreamDescriptor, channels []frames.ChannelDescriptor) {
-	s.P.Stream(d)
-	for _, c := range channels {
+// item passes assembled items to the printer.
+func (s *LogSink) item(it Item) {
+	if it.Kind == ItemStart && s.Partial {
+		return
+	}
+	s.P.Item(it)
+}
+
+// Header implements Sink.
+func (s *LogSink) Header(h SegmentHeader) {
+	s.P.Stream(h.Stream)
+	for _, c := range h.Channels {
 		s.P.Channel(c)
 	}
+	seq := h.Seq
+	if s.Partial {
+		seq = max(seq, 1) // earlier frames were not read, not lost
+	}
+	s.A.Segment(h.Stream.Stream, seq)
+}
+
+// Segment is Header for a writer's first segment (sequence number 0).
+func (s *LogSink) Segment(d frames.StreamDescriptor, channels []frames.ChannelDescriptor) {
+	s.Header(SegmentHeader{Stream: d, Channels: channels})
 }
 
 // Channel implements Sink.

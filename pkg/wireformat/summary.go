@@ -105,7 +105,18 @@ type ChannelCount struct {
 	Bytes  uint64           `json:"bytes"`
 	First  frames.Position  `json:"first"`
 	Last   frames.Position  `json:"last"`
+	// Keep says what Kept holds of the channel: 0 nothing, [KeepEnds] its
+	// first and last frame, [KeepFrames] those and every frame the
+	// producer asked to keep (when the summary's KeptAll is set). A reader
+	// that needs a channel's frames uses the summary only if it says so.
+	Keep uint8 `json:"keep,omitempty"`
 }
+
+// Values of [ChannelCount.Keep].
+const (
+	KeepEnds   = 1
+	KeepFrames = 2
+)
 
 // KeptFrame is a copy of one frame in a [Summary]. Payload is base64 in
 // the JSON body.
@@ -159,7 +170,7 @@ func (s *Summary) Check() error {
 			if i > 0 && c.ID <= s.Channels[i-1].ID {
 				return bad("channels not in id order")
 			}
-			if c.Frames == 0 || c.First > c.Last || s.First == nil || c.First < *s.First || c.Last > *s.Last {
+			if c.Frames == 0 || c.First > c.Last || s.First == nil || c.First < *s.First || c.Last > *s.Last || c.Keep > KeepFrames {
 				return bad("channel %d: %d frames at %d–%d", c.ID, c.Frames, c.First, c.Last)
 			}
 			n += c.Frames

@@ -1,0 +1,548 @@
+package views
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/wireformat"
+)
+
+// The tests of this file check that reading stays within bounded memory on
+// the inputs that used not to (issue 9): a capture whose head was cut off,
+// one with a hole near its start, many small captures concatenated, and
+// runs of bad records. They build their inputs in-process and measure the
+// heap with a probe. Under the race detector, and with -short, the inputs
+// are smaller.
+
+var raceEnabled = func() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" && s.Value == "true" {
+			return true
+		}
+	}
+	return false
+}()
+
+// scaled returns n, or small under -short or the race detector.
+func scaled(n, small int) int {
+	if testing.Short() || raceEnabled {
+		return small
+	}
+	return n
+}
+
+const MiB = 1 << 20
+
+// heapObjects returns the bytes of heap objects, live or not yet swept.
+func heapObjects() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}
+
+// liveHeap returns the live heap bytes, after two collections (the
+// second frees what sync.Pools dropped in the first).
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	return heapObjects()
+}
+
+// probe samples the heap while f runs and returns its peak above what was
+// live before, in bytes. The collector runs at GOGC=25 meanwhile, so that
+// the peak is close to what f keeps live (garbage adds at most a quarter).
+func probe(t *testing.T, f func()) int64 {
+	t.Helper()
+	old := debug.SetGCPercent(25)
+	defer debug.SetGCPercent(old)
+	base := liveHeap()
+	var peak int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(200 * time.Microsecond)
+		defer tick.Stop()
+		for {
+			peak = max(peak, heapObjects())
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	f()
+	close(stop)
+	wg.Wait()
+	peak = max(peak, heapObjects())
+	return peak - base
+}
+
+var memStream = frames.StreamID{Node: "mem", Life: 1}
+
+// writeBigCapture writes a capture of about size bytes to a file: frames
+// of 4 KiB on one text channel, in segments of 4 MiB, plain records. The
+// payload of frame i starts with "frame-%08d|". It returns the path and
+// the number of frames.
+func writeBigCapture(t *testing.T, size int) (string, int) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), fmt.Sprintf("big-%d.dss", size))
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	catalog := []frames.ChannelDescriptor{{Stream: memStream, ID: 1, Name: "proc.job.stdout", Content: frames.TextStream()}}
+	w, err := segments.NewWriter(f, frames.StreamDescriptor{Stream: memStream}, catalog, segments.WriterOptions{Rand: rand.NewChaCha8([32]byte{1})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := bytes.Repeat([]byte("0123456789abcdef"), 256)
+	payload[len(payload)-1] = '\n'
+	n := size / len(payload)
+	for i := range n {
+		copy(payload, fmt.Sprintf("frame-%08d|", i))
+		if err := w.WriteFrame(frames.Frame{Channel: 1, Position: frames.Position(i), Payload: payload}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path, n
+}
+
+// openAt opens path and skips its first skip bytes; flip, if ≥ 0, is the
+// offset (in the file) of a byte to invert.
+func openAt(t *testing.T, path string, skip, flip int64) io.Reader {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if _, err := f.Seek(skip, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	return &flipReader{r: f, off: skip, flip: flip}
+}
+
+type flipReader struct {
+	r         io.Reader
+	off, flip int64
+}
+
+func (f *flipReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if f.flip >= f.off && f.flip < f.off+int64(n) {
+		p[f.flip-f.off] ^= 0xff
+	}
+	f.off += int64(n)
+	return n, err
+}
+
+// frameOffset returns the file offset of the payload of frame i.
+func frameOffset(t *testing.T, path string, i int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := bytes.Index(b, fmt.Appendf(nil, "frame-%08d|", i))
+	if k < 0 {
+		t.Fatalf("frame %d not found", i)
+	}
+	return int64(k)
+}
+
+// scanInfo scans r into a new Info and returns it with the peak heap.
+func scanInfo(t *testing.T, r io.Reader) (*Info, int64) {
+	t.Helper()
+	in := NewInfo(0)
+	peak := probe(t, func() {
+		if err := Scan(context.Background(), r, ScanOptions{}, in); err != nil {
+			t.Fatal(err)
+		}
+		in.Summary()
+	})
+	return in, peak
+}
+
+// scanCat scans r into a LogSink printing --cat output to io.Discard and
+// returns it with the peak heap.
+func scanCat(t *testing.T, r io.Reader) (*LogSink, int64) {
+	t.Helper()
+	p := NewPrinter(io.Discard, LogOptions{Format: FormatCat})
+	sink := NewLogSink(p, 0)
+	peak := probe(t, func() {
+		if err := Scan(context.Background(), r, ScanOptions{}, sink); err != nil {
+			t.Fatal(err)
+		}
+		sink.A.Flush()
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return sink, peak
+}
+
+func streamSummary(t *testing.T, in *Info) StreamSummary {
+	t.Helper()
+	_, streams := in.Summary()
+	if len(streams) != 1 {
+		t.Fatalf("%d streams", len(streams))
+	}
+	return streams[0]
+}
+
+// bigSizes are the capture sizes compared: what is held must not grow with
+// the input.
+func bigSizes() [2]int {
+	return [2]int{16 * MiB, scaled(64*MiB, 32*MiB)}
+}
+
+// A capture whose first 1 MB is missing (a cut-off download) starts at its
+// first whole segment, a later one of its writer: the stream starts there
+// at once, nothing is held, and it says that earlier frames are missing.
+func TestMemoryHeadCutOff(t *testing.T) {
+	var peaks [2][2]int64
+	for k, size := range bigSizes() {
+		path, n := writeBigCapture(t, size)
+		in, peak := scanInfo(t, openAt(t, path, 1e6, -1))
+		peaks[k][0] = peak
+		s := streamSummary(t, in)
+		if !s.HeadMissing || s.FirstSegment == 0 || s.FirstPosition == nil || *s.FirstPosition == 0 || *s.LastPosition != uint64(n-1) {
+			t.Fatalf("%d MiB: head_missing %v, first segment %d, positions %v–%v", size/MiB, s.HeadMissing, s.FirstSegment, s.FirstPosition, s.LastPosition)
+		}
+		if s.GapCount != 0 || s.LateFrames != 0 || s.Frames != uint64(n)-*s.FirstPosition {
+			t.Fatalf("%d MiB: %+v", size/MiB, s)
+		}
+		files, _ := in.Summary()
+		if len(files) != 1 || files[0].DamageCount != 1 || files[0].Damage[0].Offset != 0 {
+			t.Fatalf("damage %+v", files)
+		}
+		sink, peak := scanCat(t, openAt(t, path, 1e6, -1))
+		peaks[k][1] = peak
+		if l := sink.P.Losses(); l.Gaps != 0 {
+			t.Fatalf("losses %+v", l)
+		}
+		t.Logf("%d MiB capture, first 1 MB cut: peak heap %.1f MiB (info), %.1f MiB (log --cat)", size/MiB, float64(peaks[k][0])/MiB, float64(peaks[k][1])/MiB)
+	}
+	checkPeaks(t, peaks, 12*MiB)
+}
+
+// One flipped byte in the 3rd frame of a capture: the frames after it are
+// held up to the window, then the gap is declared and frames flow.
+func TestMemoryEarlyHole(t *testing.T) {
+	var peaks [2][2]int64
+	for k, size := range bigSizes() {
+		path, n := writeBigCapture(t, size)
+		flip := frameOffset(t, path, 2) + 100
+		in, peak := scanInfo(t, openAt(t, path, 0, flip))
+		peaks[k][0] = peak
+		s := streamSummary(t, in)
+		if s.GapCount != 1 || s.MissingFrames != 1 || s.Gaps[0].From != 2 || s.Frames != uint64(n-1) || s.LateFrames != 0 || s.HeadMissing {
+			t.Fatalf("%d MiB: %+v", size/MiB, s)
+		}
+		sink, peak := scanCat(t, openAt(t, path, 0, flip))
+		peaks[k][1] = peak
+		if l := sink.P.Losses(); l.Gaps != 1 || l.MissingFrames != 1 {
+			t.Fatalf("losses %+v", l)
+		}
+		t.Logf("%d MiB capture, byte flipped in frame 2: peak heap %.1f MiB (info), %.1f MiB (log --cat)", size/MiB, float64(peaks[k][0])/MiB, float64(peaks[k][1])/MiB)
+	}
+	checkPeaks(t, peaks, DefaultWindow+8*MiB)
+}
+
+// checkPeaks checks the peaks of two input sizes (by size, then info and
+// log): each under limit, and the larger input's no more than 2 MiB above
+// the smaller's.
+func checkPeaks(t *testing.T, peaks [2][2]int64, limit int64) {
+	t.Helper()
+	for k := range peaks {
+		for j, what := range []string{"info", "log --cat"} {
+			if peaks[k][j] > limit {
+				t.Errorf("%s: peak heap %.1f MiB, want at most %.1f", what, float64(peaks[k][j])/MiB, float64(limit)/MiB)
+			}
+			if k == 1 && peaks[1][j] > peaks[0][j]+2*MiB {
+				t.Errorf("%s: peak heap grows with the input: %.1f MiB, then %.1f MiB", what, float64(peaks[0][j])/MiB, float64(peaks[1][j])/MiB)
+			}
+		}
+	}
+}
+
+// smallCaptures returns the concatenation of n one-frame captures, each of
+// its own stream (node "c", life i), with one channel.
+func smallCaptures(t *testing.T, n int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	opts := segments.WriterOptions{Rand: rand.NewChaCha8([32]byte{2})}
+	for i := range n {
+		s := frames.StreamID{Node: "c", Life: frames.Life(i + 1)}
+		catalog := []frames.ChannelDescriptor{{Stream: s, ID: 1, Name: "proc.job.stdout", Content: frames.TextStream()}}
+		w, err := segments.NewWriter(&buf, frames.StreamDescriptor{Stream: s}, catalog, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteFrame(frames.Frame{Channel: 1, Position: 0, Payload: []byte("hello\n")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+// `cat` of many small captures: each stream costs a few hundred bytes.
+func TestMemoryManyCaptures(t *testing.T) {
+	n := scaled(100_000, 10_000)
+	input := smallCaptures(t, n)
+	old := debug.SetGCPercent(25)
+	defer debug.SetGCPercent(old)
+
+	infoPer, info := retained(n, func() any {
+		in := NewInfo(0)
+		if err := Scan(context.Background(), bytes.NewReader(input), ScanOptions{}, in); err != nil {
+			t.Fatal(err)
+		}
+		return in
+	})
+	logPer, _ := retained(n, func() any {
+		sink := NewLogSink(NewPrinter(io.Discard, LogOptions{Format: FormatCat}), 0)
+		if err := Scan(context.Background(), bytes.NewReader(input), ScanOptions{}, sink); err != nil {
+			t.Fatal(err)
+		}
+		return sink
+	})
+	asmPer, _ := retained(n, func() any {
+		a := NewAssembler(0, func(Item) {})
+		for i := range n {
+			s := frames.StreamID{Node: "c", Life: frames.Life(i + 1)}
+			a.Segment(s, 0)
+			a.Add(s, frames.Frame{Channel: 1, Payload: []byte("hello\n")})
+		}
+		return a
+	})
+	t.Logf("%d one-frame captures: %d bytes per stream in an Info, %d in a LogSink; %d of each in their Assembler", n, infoPer, logPer, asmPer)
+	if asmPer > 320 {
+		t.Errorf("an assembler keeps %d bytes per stream, want at most 320", asmPer)
+	}
+	if infoPer > 1024 {
+		t.Errorf("an Info keeps %d bytes per stream, want at most 1 KiB", infoPer)
+	}
+	if logPer > 4096 {
+		t.Errorf("a LogSink keeps %d bytes per stream, want at most 4 KiB", logPer)
+	}
+
+	runtime.KeepAlive(input) // or it is freed while a measurement runs
+	files, streams := info.(*Info).Summary()
+	if len(streams) != n || files[0].Segments != n || files[0].DamageCount != 0 || streams[n-1].Frames != 1 || !streams[n-1].Ended {
+		t.Fatalf("%d streams, %+v", len(streams), files)
+	}
+}
+
+// retained returns what f returns and the heap bytes it keeps, per
+// stream of n.
+func retained(n int, f func() any) (int64, any) {
+	base := liveHeap()
+	v := f()
+	return (liveHeap() - base) / int64(n), v
+}
+
+// badRecords returns a segment header followed by n Frame records whose
+// CRC is right but whose body is not a frame (a bad varint), each 20
+// bytes; with good set, a good frame follows each bad record. The input is
+// made as it is read, so that it takes no memory.
+func badRecords(t *testing.T, n int, good bool) io.Reader {
+	t.Helper()
+	h := &wireformat.Header{SegmentID: [8]byte{1}, Writer: "ds test", Stream: frames.StreamDescriptor{Stream: memStream},
+		Channels: []frames.ChannelDescriptor{{Stream: memStream, ID: 1, Name: "proc.job.stdout", Content: frames.TextStream()}}}
+	head, err := wireformat.AppendHeader(nil, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := wireformat.AppendRecord(nil, h.Seed(), wireformat.Record{Type: wireformat.TypeFrame, Body: bytes.Repeat([]byte{0xff}, 11)})
+	if err != nil || len(bad) != 20 {
+		t.Fatal(len(bad), err)
+	}
+	i := 0
+	return &genReader{buf: head, next: func(b []byte) []byte {
+		if i == n {
+			return b
+		}
+		b = append(b, bad...)
+		if good {
+			if b, err = wireformat.AppendFrame(b, h.Seed(), frames.Frame{Channel: 1, Position: frames.Position(i), Payload: []byte("ok\n")}); err != nil {
+				t.Error(err)
+			}
+		}
+		i++
+		return b
+	}}
+}
+
+// genReader reads what next appends, until it appends nothing.
+type genReader struct {
+	buf  []byte
+	next func([]byte) []byte
+}
+
+func (g *genReader) Read(p []byte) (int, error) {
+	for len(g.buf) < len(p) {
+		n := len(g.buf)
+		if g.buf = g.next(g.buf); len(g.buf) == n {
+			break
+		}
+	}
+	if len(g.buf) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(p, g.buf)
+	g.buf = append(g.buf[:0], g.buf[k:]...)
+	return k, nil
+}
+
+// A run of bad records is one damaged range; many separate ones are
+// counted, and the first 100 listed.
+func TestMemoryBadRecords(t *testing.T) {
+	n := scaled(1_000_000, 100_000)
+	for _, good := range []bool{false, true} {
+		in, peak := scanInfo(t, badRecords(t, n, good))
+		files, streams := in.Summary()
+		f := files[0]
+		var ranges uint64 = 1
+		if good {
+			ranges = uint64(n)
+			if len(streams) != 1 || streams[0].Frames != uint64(n) {
+				t.Fatalf("streams %+v", streams)
+			}
+		} else if want := fmt.Sprintf("and %d more damaged records", n-1); !strings.Contains(f.Damage[0].Error, want) {
+			t.Errorf("damage error %q, want it to say %q", f.Damage[0].Error, want)
+		}
+		if f.DamageCount != ranges || len(f.Damage) != int(min(ranges, maxListedDamage)) || f.DamagedBytes != int64(n)*20 {
+			t.Fatalf("good frames %v: %d damaged ranges (%d listed), %d bytes", good, f.DamageCount, len(f.Damage), f.DamagedBytes)
+		}
+		_, catPeak := scanCat(t, badRecords(t, n, good))
+		t.Logf("%d bad records (good frames between them: %v): %d damaged ranges, peak heap %.1f MiB (info), %.1f MiB (log --cat)", n, good, f.DamageCount, float64(peak)/MiB, float64(catPeak)/MiB)
+		if peak > 4*MiB || catPeak > 4*MiB {
+			t.Errorf("peak heap %.1f MiB (info), %.1f MiB (log --cat), want at most 4", float64(peak)/MiB, float64(catPeak)/MiB)
+		}
+	}
+}
+
+// Scan reports adjacent damaged ranges as one, and a torn tail on its own.
+func TestScanMergesDamage(t *testing.T) {
+	input, err := io.ReadAll(badRecords(t, 5, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := len(input) - 5*20
+	run1 := len(input)
+	seed := wireformat.Seed([8]byte{1})
+	input, _ = wireformat.AppendFrame(input, seed, frames.Frame{Channel: 1, Position: 0, Payload: []byte("ok\n")})
+	run2 := len(input)
+	input = append(input, input[hdr:hdr+3*20]...)
+	torn := len(input)
+	input, _ = wireformat.AppendFrame(input, seed, frames.Frame{Channel: 1, Position: 1, Payload: []byte("cut short\n")})
+	input = input[:len(input)-3]
+	var got []string
+	var errs []error
+	sink := &damageSink{Info: NewInfo(0), f: func(offset, end int64, torn bool, err error) {
+		got = append(got, fmt.Sprintf("%d-%d torn=%v", offset, end, torn))
+		errs = append(errs, err)
+	}}
+	if err := Scan(context.Background(), bytes.NewReader(input), ScanOptions{}, sink); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		fmt.Sprintf("%d-%d torn=false", hdr, run1),
+		fmt.Sprintf("%d-%d torn=false", run2, torn),
+		fmt.Sprintf("%d-%d torn=true", torn, len(input)),
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	var re *RunError
+	if !errors.As(errs[0], &re) || re.Records != 5 || !errors.Is(errs[0], wireformat.ErrBadBody) || !errors.Is(errs[2], io.ErrUnexpectedEOF) {
+		t.Fatalf("errors %v", errs)
+	}
+	if _, streams := sink.Summary(); streams[0].Frames != 1 {
+		t.Fatalf("%+v", streams)
+	}
+}
+
+type damageSink struct {
+	*Info
+	f func(offset, end int64, torn bool, err error)
+}
+
+func (d *damageSink) Damage(offset, end int64, torn bool, err error) { d.f(offset, end, torn, err) }
+
+// Each frame held back costs at most heldOverhead bytes besides its
+// payload.
+func TestMemoryHeldOverhead(t *testing.T) {
+	n := scaled(200_000, 50_000)
+	for _, size := range []int{0, 1, 8, 100} {
+		a := NewAssembler(1<<30, func(Item) {})
+		a.total = 1 << 40
+		payload := make([]byte, size)
+		base := liveHeap()
+		for i := range n {
+			a.Add(S, frames.Frame{Channel: 1, Position: frames.Position(i + 1), Payload: payload})
+		}
+		per := (liveHeap() - base) / int64(n)
+		if a.HeldBytes() != n*(size+heldOverhead) {
+			t.Fatalf("held %d", a.HeldBytes())
+		}
+		t.Logf("payload %d bytes: %d bytes on the heap per held frame", size, per)
+		if per > int64(size+heldOverhead) {
+			t.Errorf("payload %d bytes: %d bytes per held frame, counted %d", size, per, size+heldOverhead)
+		}
+		runtime.KeepAlive(a)
+	}
+}
+
+// A million small streams through an Assembler: a few hundred bytes each.
+func TestMemoryMillionStreams(t *testing.T) {
+	n := scaled(1_000_000, 100_000)
+	ids := make([]frames.StreamID, n)
+	for i := range ids {
+		ids[i] = frames.StreamID{Node: "n", Life: frames.Life(i)}
+	}
+	base := liveHeap()
+	a := NewAssembler(0, func(Item) {})
+	for i, s := range ids {
+		a.Segment(s, 0)
+		a.Add(s, frames.Frame{Channel: 1, Position: frames.Position(i % 3), Payload: []byte("x")}) // some wait for position 0
+	}
+	per := (liveHeap() - base) / int64(n)
+	runtime.KeepAlive(ids)
+	t.Logf("%d streams: %d bytes each, %.1f MiB held", n, per, float64(a.HeldBytes())/MiB)
+	if a.HeldBytes() > DefaultTotalWindow {
+		t.Errorf("held %d", a.HeldBytes())
+	}
+	if per > 400 {
+		t.Errorf("%d bytes per stream, want at most 400", per)
+	}
+	runtime.KeepAlive(a)
+}
