@@ -249,6 +249,12 @@ func (r *Reader) next(e *Entry) error {
 	}
 }
 
+// Buffered reports how many bytes of input the reader holds that it has
+// not returned yet (of its buffer and of the block it is returning): while
+// it is more than 0, the next call reads nothing from its source, unless
+// what it holds is an incomplete record.
+func (r *Reader) Buffered() int { return r.w - r.r + len(r.block) - r.blockPos }
+
 // pos returns the input offset of the next unread byte.
 func (r *Reader) pos() int64 { return r.base + int64(r.r) }
 

@@ -8,9 +8,10 @@
 // collapses duplicates (first wins), reports conflicting duplicates and
 // derives interior gaps (spec §7). It identifies frames by position: a
 // repeated position is a duplicate; payloads are hashed only where a
-// conflict can be told from a copy cheaply (see [Assembler]). The renderers turn the assembled frames
-// into what ds log and ds info print, resolving channel names from the
-// catalog carried in segment headers and ChannelDeclared records. A view
+// conflict can be told from a copy cheaply (see [Assembler]). The
+// renderers turn the assembled frames into what ds log and ds info print,
+// resolving channel names from the catalog carried in segment headers and
+// ChannelDeclared records. A view
 // never fails because one payload is unknown or invalid: such payloads are
 // shown raw, escaped (spec §8.3).
 //
@@ -55,6 +56,16 @@
 //   - [Scan] reports a run of adjacent damaged ranges as one, and [Info]
 //     lists the first 100 gaps, drops, exits and damaged ranges and counts
 //     the rest.
+//
+// Large captures are read from their end where that is all a view needs.
+// [Info.AddSummary] takes a segment from the SegmentSummary its writer
+// ended it with (found by segments.BackWalker), when the summary says
+// everything Info reports: frames and bytes per channel, positions
+// complete and in order, and copies of the clock, health and lifecycle
+// records it decodes; any other segment is read record by record. [Tail]
+// renders only the segments that hold the end of a capture, skipping the
+// records and zstd blocks before the point it starts from. ds log reads
+// every record and uses no summary.
 //
 // views reads only; it never writes files.
 package views

@@ -444,8 +444,11 @@ func TestMemoryBadRecords(t *testing.T) {
 		}
 		_, catPeak := scanCat(t, badRecords(t, n, good))
 		t.Logf("%d bad records (good frames between them: %v): %d damaged ranges, peak heap %.1f MiB (info), %.1f MiB (log --cat)", n, good, f.DamageCount, float64(peak)/MiB, float64(catPeak)/MiB)
-		if peak > 4*MiB || catPeak > 4*MiB {
-			t.Errorf("peak heap %.1f MiB (info), %.1f MiB (log --cat), want at most 4", float64(peak)/MiB, float64(catPeak)/MiB)
+		// Scan's reading goroutine keeps up to three batches of entries
+		// (and the errors it made for them) ahead of the sink: a few MiB
+		// whatever n is (100,000 and 1,000,000 records peak alike).
+		if peak > 12*MiB || catPeak > 12*MiB {
+			t.Errorf("peak heap %.1f MiB (info), %.1f MiB (log --cat), want at most 12", float64(peak)/MiB, float64(catPeak)/MiB)
 		}
 	}
 }

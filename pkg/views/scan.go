@@ -74,35 +74,115 @@ type ScanOptions struct {
 // short by the next good record, and so that damaged ranges that follow
 // each other without a gap (a run of bad records) are reported as one:
 // whatever the input, Scan holds at most two ranges back.
+//
+// Reading and decompressing run in a goroutine of their own, a batch of
+// entries ahead of the sink (at most scanBatches batches of about 1 MiB of
+// payloads and scanBatchItems entries each), so that a view renders while
+// the next blocks are decoded. A batch is handed over as soon as the
+// reader has nothing more buffered, so that a live pipe's frames reach the
+// sink as they arrive.
 func Scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink) error {
 	sr := segments.NewReader(r, segments.ReaderOptions{Follow: opts.Follow, Context: ctx, MaxRecordSize: opts.MaxRecordSize, Offset: opts.Offset, SkipBefore: opts.SkipBefore})
+	full := make(chan *scanBatch, scanBatches)
+	free := make(chan *scanBatch, scanBatches)
+	for range scanBatches {
+		free <- &scanBatch{}
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go readBatches(sr, full, free, stop)
 	var d damageRuns
+	for b := range full {
+		for i := range b.items {
+			it := &b.items[i]
+			if it.err != nil {
+				if it.err == io.EOF {
+					d.flush(sink, true)
+					return nil
+				}
+				var ce *segments.CorruptError
+				if errors.As(it.err, &ce) {
+					d.add(sink, ce)
+					continue
+				}
+				d.flush(sink, false)
+				return it.err
+			}
+			d.flush(sink, false)
+			e := &it.e
+			switch e.Kind {
+			case segments.EntrySegment:
+				h := e.Header
+				sink.Header(SegmentHeader{Stream: h.Stream, Channels: h.Channels, Seq: h.Seq, Writer: h.Writer, Offset: e.Offset})
+			case segments.EntryChannel:
+				sink.Channel(*e.Channel)
+			case segments.EntryFrame:
+				e.Frame.Payload = b.arena[it.off : it.off+it.n : it.off+it.n]
+				sink.Frame(e.Stream, e.Frame)
+			case segments.EntryStreamEnded:
+				sink.Ended(e.Stream)
+			}
+		}
+		b.items, b.arena = b.items[:0], b.arena[:0]
+		free <- b
+	}
+	return nil // unreachable: the reader ends with a terminal item
+}
+
+// Batches of entries between the reader goroutine of [Scan] and its sink.
+const (
+	scanBatches    = 3
+	scanBatchItems = 4096
+	scanBatchArena = 1 << 20
+)
+
+// scanBatch is entries read ahead, their payloads in arena.
+type scanBatch struct {
+	items []scanItem
+	arena []byte
+}
+
+// scanItem is one entry, or the error Next returned instead.
+type scanItem struct {
+	e      segments.Entry
+	off, n int // the frame's payload in arena
+	err    error
+}
+
+// readBatches reads sr into batches until an error other than damage
+// (io.EOF included), which ends the last batch.
+func readBatches(sr *segments.Reader, full, free chan *scanBatch, stop chan struct{}) {
+	defer close(full)
 	var e segments.Entry
 	for {
-		err := sr.NextInto(&e)
-		if err == io.EOF {
-			d.flush(sink, true)
-			return nil
+		var b *scanBatch
+		select {
+		case b = <-free:
+		case <-stop:
+			return
 		}
-		var ce *segments.CorruptError
-		if errors.As(err, &ce) {
-			d.add(sink, ce)
-			continue
+		for {
+			err := sr.NextView(&e)
+			it := scanItem{e: e, err: err}
+			if err == nil && e.Kind == segments.EntryFrame {
+				it.off, it.n = len(b.arena), len(e.Frame.Payload)
+				b.arena = append(b.arena, e.Frame.Payload...)
+				it.e.Frame.Payload = nil
+			}
+			b.items = append(b.items, it)
+			var ce *segments.CorruptError
+			if err != nil && !errors.As(err, &ce) {
+				full <- b // the last
+				return
+			}
+			if len(b.items) >= scanBatchItems || len(b.arena) >= scanBatchArena || sr.Buffered() == 0 {
+				break
+			}
 		}
-		d.flush(sink, false)
-		if err != nil {
-			return err
-		}
-		switch e.Kind {
-		case segments.EntrySegment:
-			h := e.Header
-			sink.Header(SegmentHeader{Stream: h.Stream, Channels: h.Channels, Seq: h.Seq, Writer: h.Writer, Offset: e.Offset})
-		case segments.EntryChannel:
-			sink.Channel(*e.Channel)
-		case segments.EntryFrame:
-			sink.Frame(e.Stream, e.Frame)
-		case segments.EntryStreamEnded:
-			sink.Ended(e.Stream)
+		select {
+		case full <- b:
+		case <-stop:
+			return
 		}
 	}
 }
