@@ -78,7 +78,7 @@ const (
 // record met, within the limits.
 const (
 	initialBufferSize = 4 << 10
-	readBufferSize    = 256 << 10
+	readBufferSize    = 1 << 20
 )
 
 // ReaderOptions configures a [Reader]. The zero value is valid.
@@ -117,13 +117,15 @@ type ReaderOptions struct {
 // ranges, and reads every input to its end.
 //
 // A Reader buffers its input. Its buffer grows only as input arrives, to
-// at most the largest header or record it must hold plus 256 KiB (at least
-// 512 KiB). With one block of wireformat.MaxBlockSize and its scanning
-// checkpoints, a Reader holds at most about 19 MiB (a header of
-// wireformat.MaxHeaderSize that is really there) whatever lengths the
-// input claims, and about 2 MiB for ordinary captures (a 1 MiB block and
-// its record); a caller that keeps a decoded header's catalog keeps about
-// as much again. It is not safe for concurrent use.
+// at most the largest header or record it must hold plus 1 MiB (at least
+// 2 MiB). It decompresses a Block in a goroutine of its own while its
+// caller works through the previous one, when that block is already
+// buffered whole, so it holds two blocks' contents and one compressed
+// body. With its scanning checkpoints, a Reader holds at most about 22 MiB
+// (a header of wireformat.MaxHeaderSize that is really there) whatever
+// lengths the input claims, and about 5 MiB for ordinary captures; a
+// caller that keeps a decoded header's catalog keeps about as much as the
+// header again. It is not safe for concurrent use.
 type Reader struct {
 	src          io.Reader
 	max          int
@@ -151,6 +153,12 @@ type Reader struct {
 
 	skipBefore int64 // ReaderOptions.SkipBefore
 	alias      bool  // NextView: payloads alias buf and block
+
+	// The next block, decompressed ahead, and the buffers it swaps with
+	// blockBuf.
+	ahead     *aheadBlock
+	spare     []byte
+	aheadBody []byte
 }
 
 // NewReader returns a Reader of src. It reads nothing yet: the first call
@@ -314,7 +322,7 @@ func (r *Reader) makeRoom(n int) {
 	if live > len(r.buf)/2 || len(r.buf) < readBufferSize {
 		// Doubling keeps copying linear in the input read; the cap keeps
 		// the buffer within what the n bytes need and one read's worth
-		// (a 16 MiB header costs 16 MiB and 256 KiB, not 32 MiB).
+		// (a 16 MiB header costs 17 MiB, not 32 MiB).
 		size := min(2*len(r.buf), max(r.r-keep+n+readBufferSize, 2*readBufferSize))
 		grown := make([]byte, size)
 		r.w = copy(grown, r.buf[keep:r.w])
@@ -467,9 +475,20 @@ func (r *Reader) parseChannel(body []byte) (frames.ChannelDescriptor, error) {
 // whose records Next then returns one by one. It reports whether *e holds
 // an entry: a block of an unknown codec.
 func (r *Reader) startBlock(x int64, n int, body []byte, e *Entry) (bool, error) {
-	content, err := wireformat.DecodeBlock(r.blockBuf[:0], body)
-	if cap(content) > cap(r.blockBuf) {
-		r.blockBuf = content[:0]
+	var content []byte
+	var err error
+	if a := r.ahead; a != nil && a.off == x && a.n == n {
+		// Decoded ahead, beside the caller's work on the previous block.
+		<-a.done
+		content, err = a.content, a.err
+		r.ahead, r.aheadBody = nil, a.body
+		r.spare, r.blockBuf = r.blockBuf, content[:0]
+	} else {
+		r.dropAhead()
+		content, err = wireformat.DecodeBlock(r.blockBuf[:0], body)
+		if cap(content) > cap(r.blockBuf) {
+			r.blockBuf = content[:0]
+		}
 	}
 	if errors.Is(err, wireformat.ErrUnknownCodec) {
 		*e = Entry{Kind: EntryUnknown, Offset: x, Stream: r.seg.Stream.Stream, Type: wireformat.TypeBlock, Err: err}
@@ -482,7 +501,49 @@ func (r *Reader) startBlock(x int64, n int, body []byte, e *Entry) (bool, error)
 		return false, &CorruptError{Offset: x, End: x + int64(n), Err: err}
 	}
 	r.block, r.blockPos, r.blockOff, r.blockNext = content, 0, x, 0
+	r.startAhead()
 	return false, nil
+}
+
+// aheadBlock is the next Block record, being decompressed by a goroutine
+// of its own while the reader's caller works on the current block.
+type aheadBlock struct {
+	off     int64 // input offset of the record
+	n       int   // its size
+	body    []byte
+	content []byte
+	err     error
+	done    chan struct{}
+}
+
+// startAhead starts decompressing the record at the read position if it
+// is a Block that is already buffered whole (a reader never reads ahead
+// for it: on a pipe that could wait for input). Its CRC is checked again
+// when the reader gets to it, before the result is used.
+func (r *Reader) startAhead() {
+	if r.ahead != nil || r.r >= r.w || r.pos() < r.skipBefore || r.buf[r.r]&^wireformat.EscapedFlag != byte(wireformat.TypeBlock) {
+		return
+	}
+	rec, n, err := wireformat.ParseRecord(r.buf[r.r:r.w], r.seed, r.max)
+	if err != nil || rec.Type != wireformat.TypeBlock {
+		return
+	}
+	a := &aheadBlock{off: r.pos(), n: n, body: append(r.aheadBody[:0], rec.Body...), done: make(chan struct{})}
+	dst := r.spare[:0]
+	r.ahead, r.spare, r.aheadBody = a, nil, nil
+	go func() {
+		a.content, a.err = wireformat.DecodeBlock(dst, a.body)
+		close(a.done)
+	}()
+}
+
+// dropAhead waits for a block decompressed ahead that the reader will not
+// use (it resynchronised elsewhere) and takes its buffers back.
+func (r *Reader) dropAhead() {
+	if a := r.ahead; a != nil {
+		<-a.done
+		r.ahead, r.spare, r.aheadBody = nil, a.content[:0], a.body
+	}
 }
 
 // checkBlock checks every inner record of a block before any is returned.
