@@ -12,6 +12,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/wireformat"
 )
 
 // keepLikeWrap is ds wrap's rule for what summaries keep.
@@ -115,6 +116,15 @@ func TestInfoFromSummaries(t *testing.T) {
 		t.Fatalf("%d segments, want several", len(spans))
 	}
 	mid := spans[len(spans)/2]
+	// An older writer's capture: the same segments without summaries.
+	var old []byte
+	for _, sp := range spans {
+		n, ok := wireformat.SummaryRecordSize(good[:sp.End])
+		if !ok {
+			t.Fatalf("span at %d has no summary", sp.Offset)
+		}
+		old = append(old, good[sp.Offset:sp.End-int64(n)]...)
+	}
 	flipped := bytes.Clone(good)
 	flipped[mid.End-30] ^= 1 // inside the summary's JSON
 	cases := map[string]struct {
