@@ -2,6 +2,7 @@ package segments
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/hex"
 	"slices"
 
@@ -72,15 +73,7 @@ func (s *segStats) channel(id frames.ChannelID) *chanStats {
 	if s.hit < len(s.chans) && s.chans[s.hit].id == id {
 		return &s.chans[s.hit]
 	}
-	i, found := slices.BinarySearchFunc(s.chans, id, func(c chanStats, id frames.ChannelID) int {
-		switch {
-		case c.id < id:
-			return -1
-		case c.id > id:
-			return 1
-		}
-		return 0
-	})
+	i, found := slices.BinarySearchFunc(s.chans, id, func(c chanStats, id frames.ChannelID) int { return cmp.Compare(c.id, id) })
 	if !found {
 		s.chans = slices.Insert(s.chans, i, chanStats{id: id})
 	}
@@ -194,15 +187,7 @@ func (s *segStats) summary(id [8]byte, seq uint64, length int64) *wireformat.Sum
 			kept = append(kept, c.head, c.tail)
 		}
 	}
-	slices.SortStableFunc(kept, func(a, b wireformat.KeptFrame) int {
-		switch {
-		case a.Position < b.Position:
-			return -1
-		case a.Position > b.Position:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(kept, func(a, b wireformat.KeptFrame) int { return cmp.Compare(a.Position, b.Position) })
 	sum.Kept = slices.CompactFunc(kept, func(a, b wireformat.KeptFrame) bool { return a.Position == b.Position })
 	if !sum.Ordered {
 		// Positions may repeat: the kept frames cannot be told apart by
