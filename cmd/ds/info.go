@@ -96,12 +96,11 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 			}
 		}
 	}
-	files, streams := info.Summary()
 	var werr error
 	if c.Bool("json") {
-		werr = views.WriteInfoJSON(root.Writer, files, streams)
+		werr = info.WriteJSON(root.Writer)
 	} else {
-		werr = views.WriteInfoText(root.Writer, files, streams)
+		werr = info.WriteText(root.Writer)
 	}
 	switch {
 	case firstErr != nil:
@@ -118,23 +117,67 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 // summaries tell Info all it needs are taken from their headers and
 // summaries; the others (no summary, one that does not check, or one that
 // does not suffice) are read record by record, with their damage
-// reported.
+// reported. The walk from the end keeps only where each segment is; a
+// summarised segment's header and summary are read again, in file order,
+// when Info takes it. A capture of many small segments (captures of a few
+// frames, concatenated) is read record by record at once: its summaries
+// would save nothing.
 func infoFromEnd(ctx context.Context, in *input, info *views.Info, sink views.Sink) error {
-	spans, err := segments.NewBackWalker(in.file, in.size).All()
-	if err != nil {
-		return err
+	type place struct {
+		off, end   int64
+		summarised bool
+		span       *segments.Span // kept for the first keptSpans places
 	}
-	for _, sp := range spans {
-		if sp.Header != nil && sp.Summary != nil {
-			h := views.SegmentHeader{Stream: sp.Header.Stream, Channels: sp.Header.Channels, Seq: sp.Header.Seq, Writer: sp.Header.Writer, Offset: sp.Offset}
-			if info.AddSummary(h, sp.Summary) {
-				continue
+	var places []place
+	w := segments.NewBackWalker(in.file, in.size)
+	for {
+		sp, err := w.Prev()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		pl := place{sp.Offset, sp.End, sp.Header != nil && sp.Summary != nil, nil}
+		if pl.summarised && len(places) < keptSpans {
+			pl.span = &sp
+		}
+		places = append(places, pl)
+		if len(places) >= manySegments && in.size/int64(len(places)) < smallSegment {
+			sr := io.NewSectionReader(in.file, 0, in.size)
+			return views.Scan(ctx, sr, views.ScanOptions{}, sink)
+		}
+	}
+	for i := len(places) - 1; i >= 0; i-- {
+		p := places[i]
+		if p.summarised {
+			sp, err := segments.Span{}, error(nil)
+			if p.span != nil {
+				sp = *p.span
+			} else if sp, err = segments.NewBackWalker(in.file, p.end).Prev(); err != nil {
+				return err
+			}
+			if sp.Offset == p.off && sp.Header != nil && sp.Summary != nil {
+				h := views.SegmentHeader{Stream: sp.Header.Stream, Channels: sp.Header.Channels, Seq: sp.Header.Seq, Writer: sp.Header.Writer, Offset: sp.Offset}
+				if info.AddSummary(h, sp.Summary) {
+					continue
+				}
 			}
 		}
-		sr := io.NewSectionReader(in.file, sp.Offset, sp.End-sp.Offset)
-		if err := views.Scan(ctx, sr, views.ScanOptions{Offset: sp.Offset}, sink); err != nil {
+		sr := io.NewSectionReader(in.file, p.off, p.end-p.off)
+		if err := views.Scan(ctx, sr, views.ScanOptions{Offset: p.off}, sink); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// A capture whose first manySegments segments from its end average less
+// than smallSegment bytes is read record by record by ds info. The walk
+// keeps the headers and summaries of the last keptSpans segments (a few
+// MiB); the others it reads again.
+const (
+	manySegments = 1024
+	smallSegment = 64 << 10
+	keptSpans    = 4096
+)

@@ -102,6 +102,10 @@ type ReaderOptions struct {
 	// part of a capture (a [Span]): entry offsets and damaged ranges are
 	// reported from it.
 	Offset int64
+	// SkipSummaries makes the reader skip SegmentSummary records without
+	// decoding them (after their CRC), as readers of the frames (ds log)
+	// do: they count the frames themselves.
+	SkipSummaries bool
 	// SkipBefore makes the reader skip the frames of records that start
 	// before this input offset, and the Blocks there without decompressing
 	// them (their CRC is still checked): ds tail reads a segment's header
@@ -151,8 +155,9 @@ type Reader struct {
 	scanning bool // resync is running: keep idx.origin buffered
 	idx      crcIndex
 
-	skipBefore int64 // ReaderOptions.SkipBefore
-	alias      bool  // NextView: payloads alias buf and block
+	skipBefore    int64 // ReaderOptions.SkipBefore
+	skipSummaries bool  // ReaderOptions.SkipSummaries
+	alias         bool  // NextView: payloads alias buf and block
 
 	// The next block, decompressed ahead, and the buffers it swaps with
 	// blockBuf.
@@ -164,7 +169,7 @@ type Reader struct {
 // NewReader returns a Reader of src. It reads nothing yet: the first call
 // to [Reader.Next] does.
 func NewReader(src io.Reader, opts ReaderOptions) *Reader {
-	r := &Reader{src: src, max: opts.MaxRecordSize, follow: opts.Follow, pollInterval: opts.PollInterval, ctx: opts.Context, base: opts.Offset, skipBefore: opts.SkipBefore}
+	r := &Reader{src: src, max: opts.MaxRecordSize, follow: opts.Follow, pollInterval: opts.PollInterval, ctx: opts.Context, base: opts.Offset, skipBefore: opts.SkipBefore, skipSummaries: opts.SkipSummaries}
 	if r.max <= 0 {
 		r.max = wireformat.DefaultMaxRecordSize
 	}
@@ -449,6 +454,8 @@ func (r *Reader) decode(e *Entry, payload []byte, rec wireformat.Record, off int
 		*e = Entry{Kind: EntryChannel, Offset: off, Stream: stream, Channel: &d}
 	case rec.Type == wireformat.TypeStreamEnded:
 		*e = Entry{Kind: EntryStreamEnded, Offset: off, Stream: stream}
+	case rec.Type == wireformat.TypeSummary && r.skipSummaries:
+		return false, nil
 	case rec.Type == wireformat.TypeSummary:
 		sum, err := wireformat.ParseSummaryBody(rec.Body)
 		if err != nil {

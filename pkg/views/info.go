@@ -1,6 +1,7 @@
 package views
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -482,6 +483,32 @@ func (st *infoStream) sortedChans() []infoChannel {
 // Summary flushes the assembler and returns the summaries: files in the
 // order given, streams sorted by node then life.
 func (in *Info) Summary() ([]FileSummary, []StreamSummary) {
+	files, order := in.prepare()
+	var out []StreamSummary
+	for _, st := range order {
+		out = append(out, in.summarize(st))
+	}
+	return files, out
+}
+
+// WriteText writes the report for people, as [WriteInfoText] does with
+// [Info.Summary]'s result, building one stream's summary at a time: a
+// capture of very many streams costs memory for their counts only.
+func (in *Info) WriteText(w io.Writer) error {
+	files, order := in.prepare()
+	return writeInfoText(w, files, len(order), func(i int) StreamSummary { return in.summarize(order[i]) })
+}
+
+// WriteJSON writes the report as one JSON document, as [WriteInfoJSON]
+// does with [Info.Summary]'s result, one stream's summary at a time.
+func (in *Info) WriteJSON(w io.Writer) error {
+	files, order := in.prepare()
+	return writeInfoJSON(w, files, len(order), func(i int) StreamSummary { return in.summarize(order[i]) })
+}
+
+// prepare flushes the assembler and returns the files and the streams in
+// report order (node, then life).
+func (in *Info) prepare() ([]FileSummary, []*infoStream) {
 	in.asm.Flush()
 	var files []FileSummary
 	for _, f := range in.files {
@@ -489,52 +516,53 @@ func (in *Info) Summary() ([]FileSummary, []StreamSummary) {
 	}
 	order := append([]*infoStream(nil), in.order...)
 	sort.Slice(order, func(i, j int) bool { return order[i].desc.Stream.Compare(order[j].desc.Stream) < 0 })
-	var out []StreamSummary
-	for _, st := range order {
-		s := st.desc.Stream
-		stats := in.asm.Stats(s)
-		sum := StreamSummary{
-			Stream: s.String(), Node: string(s.Node), Life: uint64(s.Life),
-			Origin: st.desc.Origin.String(), Label: st.desc.Label, Segments: st.segments,
-			FirstSegment: st.firstSeq, HeadMissing: stats.HeadMissing,
-			Frames: stats.Frames, Bytes: stats.Bytes, Gaps: st.gaps, GapCount: stats.Gaps,
-			MissingFrames: stats.Missing, Duplicates: stats.Duplicates, UncomparedDuplicates: stats.Uncompared,
-			Conflicts: stats.Conflicts, LateFrames: stats.Late, Ended: st.ended, Exits: st.exits,
-		}
-		if stats.Frames > 0 {
-			first, last := uint64(stats.First), uint64(stats.Last)
-			sum.FirstPosition, sum.LastPosition = &first, &last
-		}
-		for _, c := range st.sortedChans() {
-			cs := ChannelSummary{ID: c.id, Content: "unknown", Frames: c.frames, Bytes: c.bytes}
-			if c.declared {
-				cs.Name, cs.Content = c.name, c.content.String()
-			}
-			sum.Channels = append(sum.Channels, cs)
-		}
-		ds := st.drops
-		if ds == nil {
-			ds = &infoDrops{}
-		}
-		sum.HealthRecords = ds.tracker.records
-		if ds.tracker.decoded {
-			md, sd := ds.tracker.maxMux, ds.tracker.maxSubsc
-			sum.MuxDropped, sum.SubscriberDropped = &md, &sd
-		}
-		sum.Drops, sum.DropCount, sum.DroppedFrames = ds.list, ds.n, ds.frames
-		if !ds.bytesUnknown {
-			b := ds.bytes
-			sum.DroppedBytes = &b
-		}
-		if st.t0 != 0 {
-			a := time.Unix(0, st.t0).UTC().Format(time.RFC3339Nano)
-			b := time.Unix(0, st.t1).UTC().Format(time.RFC3339Nano)
-			d := st.t1 - st.t0
-			sum.TimeStart, sum.TimeEnd, sum.DurationNS = &a, &b, &d
-		}
-		out = append(out, sum)
+	return files, order
+}
+
+// summarize returns the summary of one stream.
+func (in *Info) summarize(st *infoStream) StreamSummary {
+	s := st.desc.Stream
+	stats := in.asm.Stats(s)
+	sum := StreamSummary{
+		Stream: s.String(), Node: string(s.Node), Life: uint64(s.Life),
+		Origin: st.desc.Origin.String(), Label: st.desc.Label, Segments: st.segments,
+		FirstSegment: st.firstSeq, HeadMissing: stats.HeadMissing,
+		Frames: stats.Frames, Bytes: stats.Bytes, Gaps: st.gaps, GapCount: stats.Gaps,
+		MissingFrames: stats.Missing, Duplicates: stats.Duplicates, UncomparedDuplicates: stats.Uncompared,
+		Conflicts: stats.Conflicts, LateFrames: stats.Late, Ended: st.ended, Exits: st.exits,
 	}
-	return files, out
+	if stats.Frames > 0 {
+		first, last := uint64(stats.First), uint64(stats.Last)
+		sum.FirstPosition, sum.LastPosition = &first, &last
+	}
+	for _, c := range st.sortedChans() {
+		cs := ChannelSummary{ID: c.id, Content: "unknown", Frames: c.frames, Bytes: c.bytes}
+		if c.declared {
+			cs.Name, cs.Content = c.name, c.content.String()
+		}
+		sum.Channels = append(sum.Channels, cs)
+	}
+	ds := st.drops
+	if ds == nil {
+		ds = &infoDrops{}
+	}
+	sum.HealthRecords = ds.tracker.records
+	if ds.tracker.decoded {
+		md, sd := ds.tracker.maxMux, ds.tracker.maxSubsc
+		sum.MuxDropped, sum.SubscriberDropped = &md, &sd
+	}
+	sum.Drops, sum.DropCount, sum.DroppedFrames = ds.list, ds.n, ds.frames
+	if !ds.bytesUnknown {
+		b := ds.bytes
+		sum.DroppedBytes = &b
+	}
+	if st.t0 != 0 {
+		a := time.Unix(0, st.t0).UTC().Format(time.RFC3339Nano)
+		b := time.Unix(0, st.t1).UTC().Format(time.RFC3339Nano)
+		d := st.t1 - st.t0
+		sum.TimeStart, sum.TimeEnd, sum.DurationNS = &a, &b, &d
+	}
+	return sum
 }
 
 // writeDrops writes the dropped line of stream s and its drop places.
@@ -591,19 +619,49 @@ type InfoReport struct {
 
 // WriteInfoJSON writes the report as one indented JSON document.
 func WriteInfoJSON(w io.Writer, files []FileSummary, streams []StreamSummary) error {
+	return writeInfoJSON(w, files, len(streams), func(i int) StreamSummary { return streams[i] })
+}
+
+// writeInfoJSON writes what json.Encoder with a two-space indent writes of
+// an [InfoReport], encoding one stream at a time.
+func writeInfoJSON(w io.Writer, files []FileSummary, n int, stream func(int) StreamSummary) error {
 	if files == nil {
 		files = []FileSummary{}
 	}
-	if streams == nil {
-		streams = []StreamSummary{}
+	bw := bufio.NewWriter(w)
+	fj, err := json.MarshalIndent(files, "  ", "  ")
+	if err != nil {
+		return err
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(InfoReport{Files: files, Streams: streams})
+	bw.WriteString("{\n  \"files\": ")
+	bw.Write(fj)
+	bw.WriteString(",\n  \"streams\": [")
+	for i := range n {
+		sj, err := json.MarshalIndent(stream(i), "    ", "  ")
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			bw.WriteString(",")
+		}
+		bw.WriteString("\n    ")
+		bw.Write(sj)
+	}
+	if n > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteString("]\n}\n")
+	return bw.Flush()
 }
 
 // WriteInfoText writes the report for people.
 func WriteInfoText(w io.Writer, files []FileSummary, streams []StreamSummary) error {
+	return writeInfoText(w, files, len(streams), func(i int) StreamSummary { return streams[i] })
+}
+
+// writeInfoText writes the report for people, building and writing one
+// stream at a time (columns are aligned within each stream's block).
+func writeInfoText(w io.Writer, files []FileSummary, n int, stream func(int) StreamSummary) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	for _, f := range files {
 		fmt.Fprintf(tw, "file %s: %d bytes, %d segments", f.Name, f.Bytes, f.Segments)
@@ -624,7 +682,11 @@ func WriteInfoText(w io.Writer, files []FileSummary, streams []StreamSummary) er
 			fmt.Fprintf(tw, "  … %d more (%d damaged bytes in all)\n", n-uint64(len(f.Damage)), f.DamagedBytes)
 		}
 	}
-	for _, s := range streams {
+	for i := range n {
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		s := stream(i)
 		fmt.Fprintf(tw, "\nstream %s\n", s.Stream)
 		fmt.Fprintf(tw, "  node\t%s\n  life\t%d\n  origin\t%s\n", s.Node, s.Life, s.Origin)
 		if s.Label != nil {

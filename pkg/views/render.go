@@ -408,7 +408,8 @@ func (p *Printer) Damage(file string, offset, end int64, torn bool, err error) {
 func (p *Printer) Losses() Losses { return p.losses }
 
 // EndStream prints the unfinished lines of stream s, as they are, in the
-// order they started: nothing can complete them once the stream has ended.
+// order they started: nothing can complete them once the stream has ended;
+// then the printer forgets the stream.
 func (p *Printer) EndStream(s frames.StreamID) {
 	st := p.streams[s]
 	if st == nil {
@@ -426,6 +427,17 @@ func (p *Printer) EndStream(s frames.StreamID) {
 	clear(p.pending[len(keep):])
 	p.pending = keep
 	st.lines = nil
+	if p.decided {
+		// Nothing is left to print of it: forget it, so that a capture of
+		// very many streams costs memory for the live ones only. A later
+		// copy of the stream comes with its header, which declares it
+		// again. (Until the columns are decided, the streams seen are
+		// counted here.)
+		delete(p.streams, s)
+		if p.last == st {
+			p.last = nil
+		}
+	}
 }
 
 // Close prints unfinished lines and flushes the output.

@@ -82,7 +82,7 @@ type ScanOptions struct {
 // reader has nothing more buffered, so that a live pipe's frames reach the
 // sink as they arrive.
 func Scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink) error {
-	sr := segments.NewReader(r, segments.ReaderOptions{Follow: opts.Follow, Context: ctx, MaxRecordSize: opts.MaxRecordSize, Offset: opts.Offset, SkipBefore: opts.SkipBefore})
+	sr := segments.NewReader(r, segments.ReaderOptions{Follow: opts.Follow, Context: ctx, MaxRecordSize: opts.MaxRecordSize, Offset: opts.Offset, SkipBefore: opts.SkipBefore, SkipSummaries: true})
 	full := make(chan *scanBatch, scanBatches)
 	free := make(chan *scanBatch, scanBatches)
 	for range scanBatches {
