@@ -148,6 +148,22 @@ func infoFromEnd(ctx context.Context, in *input, info *views.Info, sink views.Si
 			return views.Scan(ctx, sr, views.ScanOptions{}, sink)
 		}
 	}
+	// Segments that must be read are read in runs, one Scan each: damage
+	// at the end of a segment that more input follows is no torn tail.
+	scanFrom, scanTo := int64(-1), int64(-1)
+	flush := func() error {
+		if scanFrom < 0 {
+			return nil
+		}
+		sr := io.NewSectionReader(in.file, scanFrom, scanTo-scanFrom)
+		s := sink
+		if scanTo < in.size {
+			s = notTorn{sink}
+		}
+		err := views.Scan(ctx, sr, views.ScanOptions{Offset: scanFrom}, s)
+		scanFrom = -1
+		return err
+	}
 	for i := len(places) - 1; i >= 0; i-- {
 		p := places[i]
 		if p.summarised {
@@ -158,18 +174,30 @@ func infoFromEnd(ctx context.Context, in *input, info *views.Info, sink views.Si
 				return err
 			}
 			if sp.Offset == p.off && sp.Header != nil && sp.Summary != nil {
+				if err := flush(); err != nil {
+					return err
+				}
 				h := views.SegmentHeader{Stream: sp.Header.Stream, Channels: sp.Header.Channels, Seq: sp.Header.Seq, Writer: sp.Header.Writer, Offset: sp.Offset}
 				if info.AddSummary(h, sp.Summary) {
 					continue
 				}
 			}
 		}
-		sr := io.NewSectionReader(in.file, p.off, p.end-p.off)
-		if err := views.Scan(ctx, sr, views.ScanOptions{Offset: p.off}, sink); err != nil {
-			return err
+		if scanFrom < 0 {
+			scanFrom = p.off
 		}
+		scanTo = p.end
 	}
-	return nil
+	return flush()
+}
+
+// notTorn is a sink of part of an input that more input follows: damage
+// at its end is no torn tail (the writer did not stop there for good), as
+// a reader of the whole input says.
+type notTorn struct{ views.Sink }
+
+func (n notTorn) Damage(offset, end int64, torn bool, err error) {
+	n.Sink.Damage(offset, end, false, err)
 }
 
 // A capture whose first manySegments segments from its end average less

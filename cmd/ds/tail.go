@@ -31,7 +31,8 @@ writer, a damaged summary) are found by their header and read. Stdin and
 pipes are read to their end, keeping only the last N lines.
 
 With several inputs, each one's lines follow a "==> NAME <==" line, as
-tail(1) prints them.
+tail(1) prints them. Without an input, ds tail reads stdin. -n 0 prints
+nothing. A last line without a newline counts as a line.
 
 Exit status 3 when what was read of an input is damaged.`,
 		Flags: []cli.Flag{
@@ -48,8 +49,8 @@ Exit status 3 when what was read of an input is damaged.`,
 func tailAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
 	n := c.Int("lines")
-	if n <= 0 {
-		return usagef("tail: -n %d: want a positive number of lines", n)
+	if n < 0 {
+		return usagef("tail: -n %d: want a number of lines, 0 or more", n)
 	}
 	opts := views.TailOptions{Lines: int(n), Log: views.LogOptions{
 		Channels: channelFilters(c.StringSlice("channel")),
@@ -65,7 +66,7 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 	}
 	names := c.Args().Slice()
 	if len(names) == 0 {
-		return usagef("no input given (name capture files, or - for stdin)")
+		names = []string{"-"} // as tail(1): stdin
 	}
 	root := c.Root()
 	var firstErr error
@@ -80,7 +81,13 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 				return writeErr(err)
 			}
 		}
-		d, err := tailOne(ctx, name, root.Reader, root.Writer, root.ErrWriter, opts)
+		var d bool
+		var err error
+		if n == 0 {
+			d, err = false, checkInput(name, root.Reader) // as tail(1): nothing to print
+		} else {
+			d, err = tailOne(ctx, name, root.Reader, root.Writer, root.ErrWriter, opts)
+		}
 		damaged = damaged || d
 		if err != nil {
 			if isEPIPE(err) {
@@ -99,6 +106,15 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 		return &statusError{code: exitCorrupt}
 	}
 	return nil
+}
+
+// checkInput reports an input that cannot be opened.
+func checkInput(name string, stdin io.Reader) error {
+	in, err := openInput(name, stdin)
+	if err == nil {
+		in.close()
+	}
+	return err
 }
 
 // tailOne prints the tail of one input and says whether what it read was

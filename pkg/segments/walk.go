@@ -55,7 +55,13 @@ const (
 type BackWalker struct {
 	r   io.ReaderAt
 	end int64 // the walk has returned everything from end on
-	buf []byte
+	// buf holds input[bufOff:bufOff+len(buf)], the last bytes read before
+	// a header: a walk over many small segments finds the next ones in it.
+	buf    []byte
+	bufOff int64
+	hbuf   []byte // a header being read
+	// unsummarised is set when the last span had no summary.
+	unsummarised bool
 	// BytesRead counts the bytes read so far, for tests and benchmarks.
 	BytesRead int64
 }
@@ -78,10 +84,11 @@ func (w *BackWalker) Prev() (Span, error) {
 		return Span{}, err
 	}
 	if !ok {
-		if sp, err = w.unsummarised(end); err != nil {
+		if sp, err = w.unsummarisedSpan(end); err != nil {
 			return Span{}, err
 		}
 	}
+	w.unsummarised = !ok
 	w.end = sp.Offset
 	return sp, nil
 }
@@ -105,12 +112,43 @@ func (w *BackWalker) All() ([]Span, error) {
 	return spans, nil
 }
 
-// readAt reads input[off:off+n] into the walker's buffer.
+// readAt returns input[off:off+n], from the walker's buffer if it holds
+// them, else read into it. The bytes are valid until the next call.
 func (w *BackWalker) readAt(off int64, n int) ([]byte, error) {
-	if cap(w.buf) < n {
-		w.buf = make([]byte, n)
+	if off >= w.bufOff && off+int64(n) <= w.bufOff+int64(len(w.buf)) {
+		return w.buf[off-w.bufOff:][:n], nil
 	}
-	b := w.buf[:n]
+	b, err := w.read(w.buf, off, n)
+	if err != nil {
+		w.buf = b[:0]
+		return nil, err
+	}
+	w.buf, w.bufOff = b, off
+	return b, nil
+}
+
+// probe returns the n bytes before end. After a span without a summary
+// (a region of small segments or of bytes that are not DSS, where the
+// next span is likely near), it reads 64 KiB at a time, so that the
+// buffer serves the next spans too.
+func (w *BackWalker) probe(end int64, n int64) ([]byte, error) {
+	if !w.unsummarised || end-n >= w.bufOff && end <= w.bufOff+int64(len(w.buf)) {
+		return w.readAt(end-n, int(n))
+	}
+	m := min(end, max(n, 64<<10))
+	b, err := w.readAt(end-m, int(m))
+	if err != nil {
+		return nil, err
+	}
+	return b[m-n:], nil
+}
+
+// read reads input[off:off+n] into buf, grown as needed.
+func (w *BackWalker) read(buf []byte, off int64, n int) ([]byte, error) {
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	b := buf[:n]
 	m, err := w.r.ReadAt(b, off)
 	w.BytesRead += int64(m)
 	if m == n {
@@ -119,7 +157,7 @@ func (w *BackWalker) readAt(off int64, n int) ([]byte, error) {
 	if err == nil || err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
-	return nil, fmt.Errorf("segments: read at %d: %w", off, err)
+	return b, fmt.Errorf("segments: read at %d: %w", off, err)
 }
 
 // summarised returns the segment whose checked summary ends at end, if
@@ -129,7 +167,7 @@ func (w *BackWalker) summarised(end int64) (Span, bool, error) {
 	var start int64
 	found := false
 	n := min(summaryProbe, end)
-	b, err := w.readAt(end-n, int(n))
+	b, err := w.probe(end, n)
 	if err != nil {
 		return Span{}, false, err
 	}
@@ -164,7 +202,8 @@ func (w *BackWalker) headerAt(off, limit int64) (*wireformat.Header, int64, erro
 	if limit-off < wireformat.HeaderOverhead {
 		return nil, 0, nil
 	}
-	b, err := w.readAt(off, wireformat.HeaderPrefixSize)
+	b, err := w.read(w.hbuf, off, wireformat.HeaderPrefixSize)
+	w.hbuf = b[:0]
 	if err != nil {
 		return nil, 0, err
 	}
@@ -175,7 +214,9 @@ func (w *BackWalker) headerAt(off, limit int64) (*wireformat.Header, int64, erro
 	if size > wireformat.MaxHeaderSize+wireformat.HeaderOverhead || off+size > limit {
 		return nil, 0, nil
 	}
-	if b, err = w.readAt(off, int(size)); err != nil {
+	b, err = w.read(w.hbuf, off, int(size))
+	w.hbuf = b[:0]
+	if err != nil {
 		return nil, 0, err
 	}
 	h, n, err := wireformat.ParseHeader(b)
@@ -185,11 +226,19 @@ func (w *BackWalker) headerAt(off, limit int64) (*wireformat.Header, int64, erro
 	return &h, size, nil
 }
 
-// unsummarised returns the span that ends at end and starts at the last
+// unsummarisedSpan returns the span that ends at end and starts at the last
 // magic before it, or at the start of the input when there is none.
-func (w *BackWalker) unsummarised(end int64) (Span, error) {
+func (w *BackWalker) unsummarisedSpan(end int64) (Span, error) {
 	magic := []byte(wireformat.Magic)
 	hi := end
+	if end > w.bufOff && end <= w.bufOff+int64(len(w.buf)) {
+		// The buffer holds what is just before end (many small segments,
+		// or bytes that are not DSS): look there first.
+		if i := bytes.LastIndex(w.buf[:end-w.bufOff], magic); i >= 0 {
+			return w.spanAt(w.bufOff+int64(i), end)
+		}
+		hi = w.bufOff
+	}
 	for chunk := int64(64 << 10); hi > 0; chunk = min(2*chunk, magicChunk) {
 		lo := max(0, hi-chunk)
 		// The chunk reaches len(magic)−1 bytes past hi, so that a magic
@@ -200,16 +249,21 @@ func (w *BackWalker) unsummarised(end int64) (Span, error) {
 			return Span{}, err
 		}
 		if i := bytes.LastIndex(b, magic); i >= 0 {
-			off := lo + int64(i)
-			sp := Span{Offset: off, End: end}
-			h, size, err := w.headerAt(off, end)
-			if err != nil {
-				return Span{}, err
-			}
-			sp.Header, sp.HeaderSize = h, size
-			return sp, nil
+			return w.spanAt(lo+int64(i), end)
 		}
 		hi = lo
 	}
 	return Span{Offset: 0, End: end}, nil
+}
+
+// spanAt returns the unsummarised span [off, end), whose header, if it
+// checks, is at off.
+func (w *BackWalker) spanAt(off, end int64) (Span, error) {
+	sp := Span{Offset: off, End: end}
+	h, size, err := w.headerAt(off, end)
+	if err != nil {
+		return Span{}, err
+	}
+	sp.Header, sp.HeaderSize = h, size
+	return sp, nil
 }

@@ -280,8 +280,8 @@ type LogSink struct {
 	A    *Assembler
 	File string // the input's name, for damage lines
 	// Partial says that the input is read from part-way (ds tail): every
-	// stream starts at the first position read, and where it starts is
-	// not shown.
+	// stream starts at the first position read, where it starts is not
+	// shown, and neither are frames below it (late ones).
 	Partial bool
 }
 
@@ -295,7 +295,9 @@ func NewLogSink(p *Printer, window int) *LogSink {
 
 // item passes assembled items to the printer.
 func (s *LogSink) item(it Item) {
-	if it.Kind == ItemStart && s.Partial {
+	if s.Partial && (it.Kind == ItemStart || it.Kind == ItemLate) {
+		// Read from part-way: where a stream starts is not news, and a
+		// frame below it was most likely in what was not read.
 		return
 	}
 	s.P.Item(it)

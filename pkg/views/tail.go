@@ -54,13 +54,18 @@ const tailStart = 256 << 10
 // Tail writes to w the last lines that [Printer] would print for the
 // capture in r, of size bytes, reading only the end of the capture: it
 // walks the capture from its end ([segments.BackWalker], which reads only
-// headers and summaries) to find the segments that hold the last 256 KiB,
-// and renders those from their headers, skipping the records (and zstd
-// blocks, undecompressed) that start before that point. While that gives
-// no more than the lines asked for (the first line rendered may be the
-// end of a line begun earlier), it starts twice as far from the end, up
-// to the whole input. Memory is bounded by the lines kept and one
-// segment's reading.
+// headers and summaries) to the segment that holds the point 256 KiB
+// before the end, and renders from that segment's header on, skipping the
+// records (and zstd blocks, undecompressed) that start before the point,
+// and counts the lines. While they are no more than the lines asked for
+// (the first may be the end of a line begun earlier), it starts twice as
+// far from the end, up to the whole input; then it renders again, writing
+// the lines after the ones to skip. A last line without a newline counts
+// as a line, as for tail(1). Memory does not grow with the lines asked
+// for: nothing is kept but counts.
+//
+// Rendering from part-way, it shows no "start" line for a stream, and no
+// frame older than where it started reading ([LogSink].Partial).
 //
 // It returns what it read, and the error of the input or of w.
 func Tail(ctx context.Context, r io.ReaderAt, size int64, opts TailOptions, w io.Writer) (TailStats, error) {
@@ -69,47 +74,117 @@ func Tail(ctx context.Context, r io.ReaderAt, size int64, opts TailOptions, w io
 	}
 	cr := &countingReaderAt{r: r}
 	walker := segments.NewBackWalker(cr, size)
-	var spans []segments.Span // from the end: spans[0] is the last
-	done := false
+	from := size // the walk has found where the segments from here on start
+	segs := 0
+	render := func(start int64, out io.Writer) ([]DamageRange, error) {
+		p := NewPrinter(out, opts.Log)
+		sink := NewLogSink(p, opts.Log.Window)
+		sink.File, sink.Partial = opts.File, start > 0
+		dc := &damageCollector{Sink: sink}
+		sr := io.NewSectionReader(cr, from, size-from)
+		err := Scan(ctx, sr, ScanOptions{Offset: from, SkipBefore: start}, dc)
+		sink.A.Flush()
+		if cerr := p.Close(); err == nil {
+			err = cerr
+		}
+		return dc.damage, err
+	}
+	lastFrom, lastStart := int64(-1), int64(-1)
 	for back := int64(tailStart); ; back *= 2 {
 		start := max(0, size-back)
-		// The spans that reach past start, and the one it falls in.
-		for !done && (len(spans) == 0 || spans[len(spans)-1].Offset > start) {
+		for from > start {
 			sp, err := walker.Prev()
 			if err == io.EOF {
-				done = true
 				break
 			}
 			if err != nil {
 				return TailStats{BytesRead: cr.n}, err
 			}
-			spans = append(spans, sp)
+			from = sp.Offset
+			segs++
 		}
-		use := 0
-		for use < len(spans) && spans[use].End > start {
-			use++
-		}
-		ring := NewLineRing(opts.Lines)
-		p := NewPrinter(ring, opts.Log)
-		sink := NewLogSink(p, opts.Log.Window)
-		sink.File, sink.Partial = opts.File, start > 0
-		dc := &damageCollector{Sink: sink}
-		for i := use - 1; i >= 0; i-- {
-			sp := spans[i]
-			sr := io.NewSectionReader(cr, sp.Offset, sp.End-sp.Offset)
-			if err := Scan(ctx, sr, ScanOptions{Offset: sp.Offset, SkipBefore: start}, dc); err != nil {
-				return TailStats{BytesRead: cr.n}, err
+		if from == lastFrom {
+			// The same bytes as the last pass (one long segment, or
+			// damage): this time render all of them.
+			start = from
+			if start == lastStart {
+				continue
 			}
 		}
-		sink.A.Flush()
-		if err := p.Close(); err != nil {
+		lastFrom, lastStart = from, start
+		if opts.Lines <= ringLines {
+			// Few lines: keep them as they are rendered, in one pass.
+			ring := NewLineRing(opts.Lines)
+			damage, err := render(start, ring)
+			if err != nil {
+				return TailStats{BytesRead: cr.n}, err
+			}
+			if ring.Lines() > int64(opts.Lines) || start == 0 {
+				return TailStats{BytesRead: cr.n, Segments: segs, Whole: start == 0, Damage: damage}, ring.WriteLines(w)
+			}
+			continue
+		}
+		var count lineCounter
+		if _, err := render(start, &count); err != nil {
 			return TailStats{BytesRead: cr.n}, err
 		}
-		if ring.complete > opts.Lines || start == 0 {
-			stats := TailStats{BytesRead: cr.n, Segments: use, Whole: start == 0, Damage: dc.damage}
-			return stats, ring.WriteLines(w)
+		if lines := count.lines(); lines > int64(opts.Lines) || start == 0 {
+			out := &lineSkipper{w: w, skip: max(0, lines-int64(opts.Lines))}
+			damage, err := render(start, out)
+			return TailStats{BytesRead: cr.n, Segments: segs, Whole: start == 0, Damage: damage}, err
 		}
 	}
+}
+
+// ringLines is the most lines [Tail] keeps in memory; for more, it
+// renders twice, counting, then writing.
+const ringLines = 4096
+
+// lineCounter is an io.Writer that counts the lines written to it, a last
+// one without a newline included.
+type lineCounter struct {
+	n       int64
+	partial bool
+}
+
+func (c *lineCounter) Write(b []byte) (int, error) {
+	if len(b) > 0 {
+		c.n += int64(bytes.Count(b, []byte{'\n'}))
+		c.partial = b[len(b)-1] != '\n'
+	}
+	return len(b), nil
+}
+
+func (c *lineCounter) lines() int64 {
+	if c.partial {
+		return c.n + 1
+	}
+	return c.n
+}
+
+// lineSkipper writes to w what is written to it after its first skip
+// lines.
+type lineSkipper struct {
+	w    io.Writer
+	skip int64
+}
+
+func (s *lineSkipper) Write(b []byte) (int, error) {
+	n := len(b)
+	for s.skip > 0 && len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return n, nil
+		}
+		b = b[i+1:]
+		s.skip--
+	}
+	if len(b) > 0 {
+		if _, err := s.w.Write(b); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }
 
 // damageCollector passes everything on to its sink and keeps the damaged
@@ -150,6 +225,15 @@ type LineRing struct {
 	partial  []byte
 }
 
+// Lines returns the lines written so far, a last one without a newline
+// included.
+func (r *LineRing) Lines() int64 {
+	if len(r.partial) > 0 {
+		return int64(r.complete) + 1
+	}
+	return int64(r.complete)
+}
+
 // NewLineRing returns a ring of the last n lines (n ≥ 1).
 func NewLineRing(n int) *LineRing { return &LineRing{n: n, lines: make([][]byte, 0, min(n, 1024))} }
 
@@ -181,9 +265,14 @@ func (r *LineRing) push() {
 	r.partial = r.partial[:0]
 }
 
-// WriteLines writes the kept lines, oldest first, and the unfinished one.
+// WriteLines writes the kept lines, oldest first, and the unfinished one,
+// which counts as a line (tail(1) counts it): then one kept line fewer.
 func (r *LineRing) WriteLines(w io.Writer) error {
-	for i := range r.lines {
+	first := 0
+	if len(r.partial) > 0 && len(r.lines) == r.n {
+		first = 1
+	}
+	for i := first; i < len(r.lines); i++ {
 		if _, err := w.Write(r.lines[(r.next+i)%len(r.lines)]); err != nil {
 			return err
 		}

@@ -155,3 +155,48 @@ func head(s string) string {
 	}
 	return s
 }
+
+// TestTailOddInputs: a capture concatenated with itself (every frame
+// twice: ds log shows each once), one whose last line has no newline,
+// and bytes that are magics only.
+func TestTailOddInputs(t *testing.T) {
+	one := tailCapture(t, 40000, 256<<10, segments.CompressZstd, true)
+	twice := append(append([]byte(nil), one...), one...)
+	for _, n := range []int{1, 2, 5, 10, 5000} {
+		for _, opts := range []LogOptions{{}, {Format: FormatCat}, {Format: FormatJSON}} {
+			var out bytes.Buffer
+			if _, err := Tail(context.Background(), bytes.NewReader(twice), int64(len(twice)), TailOptions{Lines: n, Log: opts}, &out); err != nil {
+				t.Fatal(err)
+			}
+			if want := lastLines(t, twice, n, opts); out.String() != want {
+				t.Errorf("twice, -n %d, format %d: got\n%s\nwant\n%s", n, opts.Format, head(out.String()), head(want))
+			}
+		}
+	}
+	// The last line has no newline: it counts as one, as for tail(1).
+	s := frames.StreamID{Node: "nl", Life: 1}
+	var buf bytes.Buffer
+	w, _ := segments.NewWriter(&buf, frames.StreamDescriptor{Stream: s}, []frames.ChannelDescriptor{{Stream: s, ID: 1, Name: "out", Content: frames.TextStream()}}, segments.WriterOptions{})
+	w.WriteFrame(frames.Frame{Channel: 1, Position: 0, Payload: []byte("a\nb\nc\nno newline")})
+	w.Close()
+	for _, n := range []int{1, 2, 5000} {
+		var out bytes.Buffer
+		if _, err := Tail(context.Background(), bytes.NewReader(buf.Bytes()), int64(buf.Len()), TailOptions{Lines: n, Log: LogOptions{Format: FormatCat}}, &out); err != nil {
+			t.Fatal(err)
+		}
+		want := map[int]string{1: "no newline", 2: "c\nno newline", 5000: "a\nb\nc\nno newline"}[n]
+		if out.String() != want {
+			t.Errorf("-n %d --cat: %q, want %q", n, out.String(), want)
+		}
+	}
+	// Magics only: one damaged range, read once.
+	magics := bytes.Repeat([]byte(wireformat.Magic), 1<<17) // 1 MiB
+	var out bytes.Buffer
+	st, err := Tail(context.Background(), bytes.NewReader(magics), int64(len(magics)), TailOptions{Lines: 10}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Damage) != 1 || st.Damage[0].Offset != 0 || st.Damage[0].End != int64(len(magics)) || st.BytesRead > 4*int64(len(magics)) {
+		t.Errorf("magics: damage %+v, read %d bytes of %d", st.Damage, st.BytesRead, len(magics))
+	}
+}

@@ -206,7 +206,13 @@ func AppendSummary(dst []byte, s *Summary) ([]byte, error) {
 	if len(body) > MaxSummarySize {
 		return dst, fmt.Errorf("%w: segment summary of %d bytes (at most %d)", ErrTooLarge, len(body), MaxSummarySize)
 	}
-	return AppendRecord(dst, Seed(id), Record{Type: TypeSummary, Body: body})
+	n := len(dst)
+	dst, err = AppendRecord(dst, Seed(id), Record{Type: TypeSummary, Body: body})
+	if err == nil && dst[n]&EscapedFlag != 0 {
+		// Cannot happen (see FindSummary); a reader would not find it.
+		return dst[:n], fmt.Errorf("wireformat: segment summary would be escaped")
+	}
+	return dst, err
 }
 
 // ParseSummaryBody decodes the body of a SegmentSummary record. It does
@@ -225,36 +231,27 @@ func ParseSummaryBody(body []byte) (Summary, error) {
 // summary and the offset in b where its record starts, and ok, when a
 // record there has a SegmentSummary tag, a length that ends it at len(b),
 // a body that decodes and passes [Summary.Check], and a CRC that holds
-// under the seed of the segment id the body names. Give it at least
-// MaxSummarySize+RecordOverhead bytes (or all there are) to find any
-// summary; a shorter b finds those that fit.
+// under the seed of the segment id the body names. It finds where the
+// record starts from the size field at its end ([SummaryRecordSize]):
+// give it at least that many bytes.
 func FindSummary(b []byte) (s Summary, start int, ok bool) {
-	end := len(b)
-	// The record is tag, u32 length L (byte 4 always 0), L bytes, CRC: it
-	// starts at end−9−L. Its size field says where; an escaped record
-	// (which ds never writes: JSON holds no magic) is found by trying
-	// every tag byte that could start it, nearest the end first.
-	if n, ok := SummaryRecordSize(b); ok && n <= end {
-		if s, ok := checkSummary(b, end-n); ok {
-			return s, end - n, true
-		}
+	// The record is tag, u32 length L (byte 4 always 0), L bytes, CRC: its
+	// size field says where it starts. It is never escaped: its JSON
+	// holds no control character, so no magic can form in it, nor across
+	// its ends (the body ends with "} and starts with {).
+	n, ok := SummaryRecordSize(b)
+	if !ok || n > len(b) {
+		return Summary{}, 0, false
 	}
-	for i := end - RecordOverhead; i >= 0 && end-i-RecordOverhead <= MaxSummarySize*2; i-- {
-		if b[i] != byte(TypeSummary)|EscapedFlag {
-			continue
-		}
-		if s, ok := checkSummary(b, i); ok {
-			return s, i, true
-		}
-	}
-	return Summary{}, 0, false
+	s, ok = checkSummary(b, len(b)-n)
+	return s, len(b) - n, ok
 }
 
 // checkSummary checks the SegmentSummary record candidate b[i:].
 func checkSummary(b []byte, i int) (Summary, bool) {
 	end := len(b)
 	{
-		if b[i]&^EscapedFlag != byte(TypeSummary) {
+		if b[i] != byte(TypeSummary) {
 			return Summary{}, false
 		}
 		size := int(binary.LittleEndian.Uint32(b[i+1:]))
@@ -262,12 +259,6 @@ func checkSummary(b []byte, i int) (Summary, bool) {
 			return Summary{}, false
 		}
 		body := b[i+5 : end-4]
-		if b[i]&EscapedFlag != 0 {
-			var err error
-			if body, err = appendUnescaped(nil, body); err != nil {
-				return Summary{}, false
-			}
-		}
 		sum, err := ParseSummaryBody(body)
 		if err != nil || sum.Check() != nil {
 			return Summary{}, false
