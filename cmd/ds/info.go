@@ -164,9 +164,10 @@ func infoFromEnd(ctx context.Context, in *input, info *views.Info, sink views.Si
 		scanFrom = -1
 		return err
 	}
+	refused := 0 // summaries Info could not take: past a few, read the rest
 	for i := len(places) - 1; i >= 0; i-- {
 		p := places[i]
-		if p.summarised {
+		if p.summarised && refused < maxRefused {
 			sp, err := segments.Span{}, error(nil)
 			if p.span != nil {
 				sp = *p.span
@@ -181,6 +182,7 @@ func infoFromEnd(ctx context.Context, in *input, info *views.Info, sink views.Si
 				if info.AddSummary(h, sp.Summary) {
 					continue
 				}
+				refused++
 			}
 		}
 		if scanFrom < 0 {
@@ -204,7 +206,12 @@ func (n notTorn) Damage(offset, end int64, torn bool, err error) {
 // than smallSegment bytes is read record by record by ds info. The walk
 // keeps the headers and summaries of the last keptSpans segments (a few
 // MiB); the others it reads again.
+//
+// After maxRefused summaries that Info could not take (segments out of
+// order or repeated: copies of a capture concatenated), the rest of the
+// capture is read in one run.
 const (
+	maxRefused   = 8
 	manySegments = 1024
 	smallSegment = 64 << 10
 	keptSpans    = 4096

@@ -247,6 +247,9 @@ func (in *Info) Header(h SegmentHeader) {
 		st.firstSeq = h.Seq
 	}
 	st.segments++
+	if st.chans == nil && len(h.Channels) <= maxScannedChannels {
+		st.chans = make([]infoChannel, 0, len(h.Channels)) // as many as it will most likely hold
+	}
 	for _, c := range h.Channels {
 		in.Channel(c)
 	}
