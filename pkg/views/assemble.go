@@ -250,7 +250,34 @@ type assembly struct {
 	fp    fingerprint
 	held  *holding // nil until a frame is held back
 	hist  *history // nil until a gap, a late frame or disorder
-	stats StreamStats
+	stats streamCounts
+}
+
+// streamCounts is what an assembly counts of every stream; the counters
+// that stay 0 for most streams are apart, allocated when one moves, so
+// that an idle stream costs little.
+type streamCounts struct {
+	Frames, Bytes uint64
+	First, Last   frames.Position
+	odd           *StreamStats // Duplicates, Uncompared, Conflicts, Late, Gaps, Missing, HeadMissing
+}
+
+// oddStats returns the stream's rarely moved counters, allocating them.
+func (st *assembly) oddStats() *StreamStats {
+	if st.stats.odd == nil {
+		st.stats.odd = &StreamStats{}
+	}
+	return st.stats.odd
+}
+
+// full returns the counts as a StreamStats.
+func (c *streamCounts) full() StreamStats {
+	var s StreamStats
+	if c.odd != nil {
+		s = *c.odd
+	}
+	s.Frames, s.Bytes, s.First, s.Last = c.Frames, c.Bytes, c.First, c.Last
+	return s
 }
 
 // fingerprint is what the assembler keeps of the last frame emitted in
@@ -450,7 +477,7 @@ func (a *Assembler) start(st *assembly, pos frames.Position) {
 	st.flags |= started
 	st.next, st.run, st.stats.First = pos, pos, pos
 	if st.flags&resumed != 0 {
-		st.stats.HeadMissing = true
+		st.oddStats().HeadMissing = true
 		a.emit(Item{Kind: ItemStart, Stream: st.id, Frame: frames.Frame{Position: pos}})
 	}
 }
@@ -499,7 +526,7 @@ func (a *Assembler) past(st *assembly, f frames.Frame) {
 		return
 	}
 	// Never emitted: in a declared gap, below the start, or forgotten.
-	st.stats.Late++
+	st.oddStats().Late++
 	a.markEmitted(st, p)
 	a.remember(st, p, maphash.Bytes(a.seed, f.Payload))
 	a.emit(Item{Kind: ItemLate, Stream: st.id, Frame: f})
@@ -509,13 +536,13 @@ func (a *Assembler) past(st *assembly, f frames.Frame) {
 // compared (!compared) or a conflict.
 func (a *Assembler) duplicate(st *assembly, f frames.Frame, same, compared bool) {
 	if same {
-		st.stats.Duplicates++
+		st.oddStats().Duplicates++
 		if !compared {
-			st.stats.Uncompared++
+			st.oddStats().Uncompared++
 		}
 		return
 	}
-	st.stats.Conflicts++
+	st.oddStats().Conflicts++
 	a.emit(Item{Kind: ItemConflict, Stream: st.id, Frame: f})
 }
 
@@ -551,8 +578,8 @@ func (a *Assembler) emitLowest(st *assembly) {
 // gap declares the gap from st.next to lo-1.
 func (a *Assembler) gap(st *assembly, lo frames.Position) {
 	g := Gap{From: st.next, To: lo - 1, Count: uint64(lo - st.next)}
-	st.stats.Gaps++
-	st.stats.Missing += g.Count
+	st.oddStats().Gaps++
+	st.oddStats().Missing += g.Count
 	if st.next > st.run {
 		a.addSpan(st, span{st.run, st.next - 1})
 	}
@@ -785,7 +812,7 @@ func (a *Assembler) Streams() []frames.StreamID {
 // Stats returns the counters of stream s (zero if unseen).
 func (a *Assembler) Stats(s frames.StreamID) StreamStats {
 	if st := a.streams[s]; st != nil {
-		return st.stats
+		return st.stats.full()
 	}
 	return StreamStats{}
 }
