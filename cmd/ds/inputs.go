@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
@@ -68,8 +69,16 @@ type damageReporter struct {
 }
 
 func (d *damageReporter) Damage(offset, end int64, torn bool, err error) {
+	if d.report(offset, end, torn, err) {
+		d.Sink.Damage(offset, end, torn, err)
+	}
+}
+
+// report says on stderr that bytes [offset, end) are damaged, unless they
+// are the torn tail of a live capture; it reports whether they are damage.
+func (d *damageReporter) report(offset, end int64, torn bool, err error) bool {
 	if torn && d.in.live {
-		return
+		return false
 	}
 	d.damaged = true
 	if torn {
@@ -77,8 +86,21 @@ func (d *damageReporter) Damage(offset, end int64, torn bool, err error) {
 	} else {
 		fmt.Fprintf(d.stderr, "ds: %s: bytes %d–%d unreadable, skipped: %v\n", d.in.name, offset, end-1, err)
 	}
-	d.Sink.Damage(offset, end, torn, err)
+	return true
 }
+
+// limitReadMemory gives the views a soft memory limit (unless GOMEMLIMIT
+// is set): the garbage collector then keeps the heap near what the views
+// hold, which their bounds keep under readMemoryLimit, instead of letting
+// it double between collections.
+func limitReadMemory() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(readMemoryLimit)
+	}
+}
+
+// readMemoryLimit is the soft memory limit of the views, in bytes.
+const readMemoryLimit = 48 << 20
 
 // scanInputs reads every named input in order into the sink made for it.
 // It keeps going past a bad input and returns the worst outcome: an I/O

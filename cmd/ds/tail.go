@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"runtime/debug"
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -129,11 +126,11 @@ func tailOne(ctx context.Context, name string, stdin io.Reader, stdout, stderr i
 		// A pipe: read it all, keeping the last lines.
 		return tailStream(ctx, in, stdout, stderr, opts)
 	}
-	opts.File = name
+	opts.File, opts.Live = name, in.live
 	stats, err := views.Tail(ctx, in.file, in.size, opts, stdout)
-	rep := &damageReporter{in: in, stderr: stderr, Sink: discardSink{}}
+	rep := &damageReporter{in: in, stderr: stderr}
 	for _, d := range stats.Damage {
-		rep.Damage(d.Offset, d.End, d.Torn, d.Err)
+		rep.report(d.Offset, d.End, d.Torn, d.Err)
 	}
 	if err != nil {
 		return rep.damaged, fmt.Errorf("%s: %w", name, err)
@@ -167,25 +164,3 @@ func writeErr(err error) error {
 	}
 	return err
 }
-
-// discardSink is a views.Sink that ignores everything.
-type discardSink struct{}
-
-func (discardSink) Header(views.SegmentHeader)                     {}
-func (discardSink) Channel(frames.ChannelDescriptor)               {}
-func (discardSink) Frame(frames.StreamID, frames.Frame)            {}
-func (discardSink) Ended(frames.StreamID)                          {}
-func (discardSink) Damage(offset, end int64, torn bool, err error) {}
-
-// limitReadMemory gives the views a soft memory limit (unless GOMEMLIMIT
-// is set): the garbage collector then keeps the heap near what the views
-// hold, which their bounds keep under readMemoryLimit, instead of letting
-// it double between collections.
-func limitReadMemory() {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(readMemoryLimit)
-	}
-}
-
-// readMemoryLimit is the soft memory limit of the views, in bytes.
-const readMemoryLimit = 48 << 20

@@ -525,17 +525,21 @@ type aheadBlock struct {
 
 // startAhead starts decompressing the record at the read position if it
 // is a Block that is already buffered whole (a reader never reads ahead
-// for it: on a pipe that could wait for input). Its CRC is checked again
-// when the reader gets to it, before the result is used.
+// for it: on a pipe that could wait for input). Its CRC is checked when
+// the reader gets to it, before the result is used.
 func (r *Reader) startAhead() {
-	if r.ahead != nil || r.r >= r.w || r.pos() < r.skipBefore || r.buf[r.r]&^wireformat.EscapedFlag != byte(wireformat.TypeBlock) {
+	// Only an unescaped Block, whole in the buffer; its CRC is checked
+	// once, when the reader gets to it.
+	b := r.buf[r.r:r.w]
+	if r.ahead != nil || len(b) < 5 || r.pos() < r.skipBefore || b[0] != byte(wireformat.TypeBlock) {
 		return
 	}
-	rec, n, err := wireformat.ParseRecord(r.buf[r.r:r.w], r.seed, r.max)
-	if err != nil || rec.Type != wireformat.TypeBlock {
+	size := int(binary.LittleEndian.Uint32(b[1:]))
+	n := size + wireformat.RecordOverhead
+	if size > r.max || n > len(b) {
 		return
 	}
-	a := &aheadBlock{off: r.pos(), n: n, body: append(r.aheadBody[:0], rec.Body...), done: make(chan struct{})}
+	a := &aheadBlock{off: r.pos(), n: n, body: append(r.aheadBody[:0], b[5:5+size]...), done: make(chan struct{})}
 	dst := r.spare[:0]
 	r.ahead, r.spare, r.aheadBody = a, nil, nil
 	go func() {

@@ -39,7 +39,7 @@ const (
 
 // A BackWalker walks a capture from its end to its start, one [Span] at
 // a time, reading only segment headers and summaries where the writer
-// left them (ds-format(5) "READING FROM THE END"). Where a segment has no
+// left them (ds-format(5), READING, "Reading from the end"). Where a segment has no
 // summary it finds the segment's start by the magic (which appears in a
 // capture only where a header starts) and returns the span unsummarised.
 //

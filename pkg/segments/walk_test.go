@@ -15,17 +15,22 @@ import (
 // segSize bytes, and closes it unless open.
 func summarisedCapture(t *testing.T, desc frames.StreamDescriptor, n, segSize int, comp Compression, open bool) []byte {
 	t.Helper()
+	return summarisedCaptureWith(t, desc, n, segSize, WriterOptions{Compression: comp}, open)
+}
+
+// summarisedCaptureWith is summarisedCapture with more writer options.
+func summarisedCaptureWith(t *testing.T, desc frames.StreamDescriptor, n, segSize int, opts WriterOptions, open bool) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	s := desc.Stream
-	w, err := NewWriter(&buf, desc, []frames.ChannelDescriptor{channel(s, 1), channel(s, 2)}, WriterOptions{
-		SegmentSize: int64(segSize), Compression: comp, BlockSize: 2 << 10, Rand: detRand(uint64(len(s.Node))),
-		Keep: func(ch frames.ChannelID, payload []byte) Keep {
-			if ch == 1 {
-				return KeepFrame
-			}
-			return KeepNone
-		},
-	})
+	opts.SegmentSize, opts.BlockSize, opts.Rand = int64(segSize), 2<<10, detRand(uint64(len(s.Node)))
+	opts.Keep = func(ch frames.ChannelID, payload []byte) Keep {
+		if ch == 1 {
+			return KeepFrame
+		}
+		return KeepNone
+	}
+	w, err := NewWriter(&buf, desc, []frames.ChannelDescriptor{channel(s, 1), channel(s, 2)}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,6 +144,22 @@ func TestBackWalker(t *testing.T) {
 				t.Errorf("read %d bytes of %d", read, len(big))
 			}
 		})
+	}
+}
+
+// TestSummaryStoredBlocks: blocks stored plain (a writer that does not
+// wait on compression) are counted in the segment they land in, whether
+// or not the segment rotates inside them.
+func TestSummaryStoredBlocks(t *testing.T) {
+	for _, segSize := range []int{3 << 10, 64 << 10} {
+		data := summarisedCaptureWith(t, descS, 5000, segSize, WriterOptions{Compression: CompressZstd, StoreWhenBusy: true, Busy: func() bool { return true }}, false)
+		spans, _ := walk(t, data)
+		checkSpans(t, data, spans)
+		for i, sp := range spans {
+			if sp.Summary == nil {
+				t.Fatalf("segment size %d: span %d has no summary", segSize, i)
+			}
+		}
 	}
 }
 

@@ -340,9 +340,9 @@ func (w *Writer) writeBuf() error {
 
 // DeclareChannel records a channel that appeared after the writer started:
 // it is in the catalog of every later segment header, and if the current
-// segment's header is already written, the next record starts a new
-// segment (ds writes no ChannelDeclared records). d must be of the writer's stream (else an error wrapping
-// wireformat.ErrWrongStream). Declaring an id again with the same
+// segment's header is already written, the next record (or flush) starts a
+// new segment; ds writes no ChannelDeclared records. d must be of the
+// writer's stream (else an error wrapping wireformat.ErrWrongStream). Declaring an id again with the same
 // descriptor does nothing; with another descriptor it is [ErrConflict].
 // After Close it returns [ErrClosed].
 func (w *Writer) DeclareChannel(d frames.ChannelDescriptor) error {
@@ -353,6 +353,8 @@ func (w *Writer) DeclareChannel(d frames.ChannelDescriptor) error {
 	if err != nil || found {
 		return err
 	}
+	// The descriptor goes into every later header: refuse, and write
+	// nothing, for one that does not encode or is larger than a record.
 	body, err := wireformat.AppendChannelBody(nil, &d)
 	if err != nil {
 		return fmt.Errorf("segments: %w", err)
@@ -372,14 +374,6 @@ func (w *Writer) DeclareChannel(d frames.ChannelDescriptor) error {
 	}
 	w.catalog = slices.Insert(w.catalog, i, d)
 	return nil
-}
-
-// writePlain writes out the blocks and writes rec as a plain record.
-func (w *Writer) writePlain(rec wireformat.Record) error {
-	if err := w.flushBlocks(); err != nil {
-		return err
-	}
-	return w.appendRecord(rec)
 }
 
 // WriteFrame writes one frame of the writer's stream. Its channel need not
@@ -556,6 +550,11 @@ func (w *Writer) drainOne() error {
 		w.seg.merge(&p.stats)
 		return nil
 	}
+	// Stored plain. When the block's records cannot fill the segment
+	// (escaping at most doubles one), the block's counts, made as its
+	// frames were written, hold for the segment; otherwise the segment may
+	// rotate inside the block and each frame is counted where it lands.
+	counted := w.started && !w.rotate && w.segBytes+2*int64(p.plainLen) < w.opts.SegmentSize
 	next := frames.Position(0)
 	for content := p.content; len(content) > 0; {
 		rec, size, err := wireformat.ParseInner(content)
@@ -576,10 +575,15 @@ func (w *Writer) drainOne() error {
 			w.err = fmt.Errorf("segments: %w", err)
 			return w.err
 		}
-		w.seg.add(f, w.keep(f))
+		if !counted {
+			w.seg.add(f, w.keep(f))
+		}
 		if err := w.endRecord(len(w.buf) - n); err != nil {
 			return err
 		}
+	}
+	if counted {
+		w.seg.merge(&p.stats)
 	}
 	return nil
 }

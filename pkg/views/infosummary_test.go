@@ -133,6 +133,7 @@ func TestInfoFromSummaries(t *testing.T) {
 		max  int
 	}{
 		"every summary":               {good, len(spans), len(spans)},
+		"no summaries (older writer)": {old, 0, 0},
 		"a flipped summary":           {flipped, len(spans) - 1, len(spans) - 1},
 		"torn in the last summary":    {good[:len(good)-3], len(spans) - 1, len(spans) - 1},
 		"torn before the last one":    {good[:spans[len(spans)-1].Offset-2], 0, len(spans) - 2},

@@ -23,6 +23,9 @@ type TailOptions struct {
 	Log LogOptions
 	// File names the input in damage lines.
 	File string
+	// Live says that a writer is still appending to the input: a torn
+	// tail is a record being written, neither shown nor returned.
+	Live bool
 }
 
 // DamageRange is a damaged byte range [Offset, End) of an input.
@@ -38,7 +41,7 @@ type TailStats struct {
 	// summaries found from the end, and the segments read record by
 	// record.
 	BytesRead int64
-	// Segments counts the spans read record by record.
+	// Segments counts the segments walked back over from the end.
 	Segments int
 	// Whole is set when the input was read from its start, because the
 	// last segments did not hold enough lines.
@@ -80,7 +83,7 @@ func Tail(ctx context.Context, r io.ReaderAt, size int64, opts TailOptions, w io
 		p := NewPrinter(out, opts.Log)
 		sink := NewLogSink(p, opts.Log.Window)
 		sink.File, sink.Partial = opts.File, start > 0
-		dc := &damageCollector{Sink: sink}
+		dc := &damageCollector{Sink: sink, live: opts.Live}
 		sr := io.NewSectionReader(cr, from, size-from)
 		err := Scan(ctx, sr, ScanOptions{Offset: from, SkipBefore: start}, dc)
 		sink.A.Flush()
@@ -191,10 +194,14 @@ func (s *lineSkipper) Write(b []byte) (int, error) {
 // ranges.
 type damageCollector struct {
 	Sink
+	live   bool // TailOptions.Live
 	damage []DamageRange
 }
 
 func (d *damageCollector) Damage(offset, end int64, torn bool, err error) {
+	if torn && d.live {
+		return
+	}
 	if len(d.damage) < maxListedGaps {
 		d.damage = append(d.damage, DamageRange{Offset: offset, End: end, Torn: torn, Err: err})
 	}

@@ -1,7 +1,6 @@
 package wireformat
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -243,35 +242,17 @@ func FindSummary(b []byte) (s Summary, start int, ok bool) {
 	if !ok || n > len(b) {
 		return Summary{}, 0, false
 	}
-	s, ok = checkSummary(b, len(b)-n)
-	return s, len(b) - n, ok
-}
-
-// checkSummary checks the SegmentSummary record candidate b[i:].
-func checkSummary(b []byte, i int) (Summary, bool) {
-	end := len(b)
-	{
-		if b[i] != byte(TypeSummary) {
-			return Summary{}, false
-		}
-		size := int(binary.LittleEndian.Uint32(b[i+1:]))
-		if i+RecordOverhead+size != end || b[i+4] != 0 {
-			return Summary{}, false
-		}
-		body := b[i+5 : end-4]
-		sum, err := ParseSummaryBody(body)
-		if err != nil || sum.Check() != nil {
-			return Summary{}, false
-		}
-		id, _ := sum.ID()
-		if crc32.Update(Seed(id), castagnoli, b[i:end-4]) != binary.LittleEndian.Uint32(b[end-4:]) {
-			return Summary{}, false
-		}
-		return sum, true
+	end, i := len(b), len(b)-n
+	if b[i] != byte(TypeSummary) || int(binary.LittleEndian.Uint32(b[i+1:])) != n-RecordOverhead {
+		return Summary{}, 0, false
 	}
+	sum, err := ParseSummaryBody(b[i+5 : end-4])
+	if err != nil || sum.Check() != nil {
+		return Summary{}, 0, false
+	}
+	id, _ := sum.ID() // checked by Check
+	if crc32.Update(Seed(id), castagnoli, b[i:end-4]) != binary.LittleEndian.Uint32(b[end-4:]) {
+		return Summary{}, 0, false
+	}
+	return sum, i, true
 }
-
-// LastMagic returns the offset in b of the last [Magic] that starts in b
-// and lies whole in it, or −1. Writers keep the magic to header starts
-// (ds-format(5) "ESCAPING"), so it is where the last segment in b begins.
-func LastMagic(b []byte) int { return bytes.LastIndex(b, []byte(Magic)) }
