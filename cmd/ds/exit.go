@@ -16,14 +16,24 @@ const (
 	exitCorrupt = 3 // damaged or truncated input (data that was good is still printed)
 )
 
-// usageError is a bad command line: exit 2.
-type usageError struct{ err error }
+// usageError is a bad command line: exit 2. cmd is the command whose help
+// the report points to ("ds log"; empty means ds itself): exitCode adds
+// "Run 'CMD --help' for usage." after the message, unless hinted says the
+// message points to the help already (the flag errors of root.go do, on
+// one line).
+type usageError struct {
+	err    error
+	cmd    string
+	hinted bool
+}
 
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
+// usagef returns a usage error (exit 2) with a formatted message. An
+// action's usage error is pointed at that action's command by root.go.
 func usagef(format string, args ...any) error {
-	return &usageError{fmt.Errorf(format, args...)}
+	return &usageError{err: fmt.Errorf(format, args...)}
 }
 
 // corruptError reports that an input was damaged: exit 3. The message has
@@ -56,7 +66,14 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "ds: %v\nRun 'ds --help' for usage.\n", err)
+		fmt.Fprintf(stderr, "ds: %v\n", err)
+		if !ue.hinted {
+			cmd := ue.cmd
+			if cmd == "" {
+				cmd = "ds"
+			}
+			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd)
+		}
 		return exitUsage
 	}
 	fmt.Fprintf(stderr, "ds: %v\n", err)

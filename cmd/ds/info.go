@@ -73,12 +73,12 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 		}
 		info.File(in.name)
 		rep := &damageReporter{Sink: info, in: in, stderr: root.ErrWriter}
-		if in.file != nil && in.size >= 0 && !scanAll {
+		if in.file != nil && in.size >= 0 && !scanAll && in.format == views.InputDSS {
 			err = infoFromEnd(ctx, in, info, rep)
 			info.FileSize(in.size)
 		} else {
 			cr := &countingReader{r: in.r}
-			err = views.Scan(ctx, cr, views.ScanOptions{}, rep)
+			err = views.ScanAny(ctx, cr, views.ScanOptions{}, rep)
 			in.read = cr.n
 			size := in.size
 			if size < 0 || in.live {
@@ -104,7 +104,7 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 	}
 	switch {
 	case firstErr != nil:
-		return &statusError{code: exitFailure}
+		return inputStatus(firstErr)
 	case werr != nil && !isEPIPE(werr):
 		return werr
 	case damaged:

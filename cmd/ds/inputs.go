@@ -6,26 +6,45 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
-// input is one capture named on the command line ("-" is stdin).
+// input is one capture named on the command line ("-" is stdin), or one
+// capture file of a directory named there.
 type input struct {
 	name string
 	r    io.Reader
-	size int64 // -1 when unknown
+	size int64 // -1 when unknown (a pipe: a live input)
 	live bool  // a writer holds the file's lock: its tail is still being written
 	read int64 // bytes read, once scanned
 	file *os.File
+	// format is what a regular file holds, found when it is opened; for
+	// stdin and pipes it is found as they are read (views.ScanAny).
+	format views.InputFormat
 }
 
+// openInput opens a capture: "-" is stdin. A regular file that holds no
+// format ds reads is refused with a *notCaptureError (exit 2); a
+// directory, with an error saying so (see expandInputs).
 func openInput(name string, stdin io.Reader) (*input, error) {
 	if name == "-" {
-		return &input{name: "-", r: stdin, size: -1}, nil
+		in := &input{name: "-", r: stdin, size: -1}
+		if f, ok := stdin.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+				in.size = fi.Size() // redirected from a file: not live
+			}
+		}
+		return in, nil
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -39,6 +58,11 @@ func openInput(name string, stdin io.Reader) (*input, error) {
 		}
 		if fi.Mode().IsRegular() {
 			in.size = fi.Size()
+			in.format, err = views.Detect(io.NewSectionReader(f, 0, in.size))
+			if err != nil {
+				f.Close()
+				return nil, inputError(name, err)
+			}
 		}
 	}
 	// ds wrap holds an exclusive lock while it writes; a shared lock that
@@ -57,6 +81,33 @@ func (in *input) close() {
 	}
 }
 
+// notCaptureError is an input that holds none of the formats ds reads:
+// the user named the wrong file (exit 2).
+type notCaptureError struct{ name string }
+
+func (e *notCaptureError) Error() string {
+	return e.name + ": not a capture (expected a DSS capture, a DSQ1 stream or legacy envelopes)"
+}
+
+func (e *notCaptureError) Unwrap() error { return views.ErrNotCapture }
+
+// inputError names the input in an error of reading it.
+func inputError(name string, err error) error {
+	if errors.Is(err, views.ErrNotCapture) {
+		return &notCaptureError{name}
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// inputStatus is the exit status of a view whose first failing input
+// failed with err: 2 when it was not a capture, 1 otherwise.
+func inputStatus(err error) error {
+	if errors.Is(err, views.ErrNotCapture) {
+		return &statusError{code: exitUsage}
+	}
+	return &statusError{code: exitFailure}
+}
+
 // damageReporter sits between the reader and a sink: it reports each
 // damaged range once on stderr ("ds: FILE: …"), hides a torn tail of a live
 // capture (it is a record still being written, not damage) and remembers
@@ -70,7 +121,17 @@ type damageReporter struct {
 
 func (d *damageReporter) Damage(offset, end int64, torn bool, err error) {
 	if d.report(offset, end, torn, err) {
+		if ls, ok := d.Sink.(*views.LogSink); ok {
+			ls.File = d.in.name // a sink shared by merged inputs
+		}
 		d.Sink.Damage(offset, end, torn, err)
+	}
+}
+
+// Idle passes views.Idler on.
+func (d *damageReporter) Idle(quiet bool) {
+	if i, ok := d.Sink.(views.Idler); ok {
+		i.Idle(quiet)
 	}
 }
 
@@ -102,52 +163,572 @@ func limitReadMemory() {
 // readMemoryLimit is the soft memory limit of the views, in bytes.
 const readMemoryLimit = 48 << 20
 
-// scanInputs reads every named input in order into the sink made for it.
-// It keeps going past a bad input and returns the worst outcome: an I/O
-// error (exit 1) over damage (exit 3).
+// inputsHelp is the part of a view's description that says what its
+// inputs may be (see scanInputs).
+const inputsHelp = `Inputs are capture files, directories (every capture file in them, in
+name order; hidden files and other files are skipped) and - for stdin.
+Besides DSS captures, ds reads the seed system's DSQ1 streams and legacy
+delivery envelopes (frames without channel names, shown raw); a file of
+none of these is refused (exit 2), an empty file is an empty capture.
+Several inputs are merged by time, never grouped by file: a frame's time is
+its stream's latest datastream.clock reading in its input (inputs without
+clock records come first), ties go in argument order, and each input keeps
+its own order; a stream split across files comes out whole, in position
+order, in any argument order. A pipe is shown as it arrives: a line without
+its newline yet shows after 0.3 s of quiet.`
+
+// liveIdle is how long a live input (a pipe, a file followed) stays quiet
+// before the partial lines held are shown (views.ScanOptions.IdleAfter).
+const liveIdle = 300 * time.Millisecond
+
+// dirPoll is how often a directory followed (-f) is listed for new
+// capture files. Listing, rather than fsnotify: no dependency, it works on
+// every file system (NFS and FUSE mounts included, where inotify does
+// not), and a quarter of a second is as soon as tail -f users expect; a
+// listing of a directory of captures costs little.
+const dirPoll = 250 * time.Millisecond
+
+// scanInputs reads the named inputs into the sinks made for them (sinkFor
+// is called once per input; done, if not nil, after each input is read,
+// with input.read set).
 //
-// done, if not nil, is called after each input is read.
+// A name is a capture file, - for stdin, or a directory: every capture
+// file in it, in name order (not recursive; hidden files and files that
+// are not captures are skipped, and a directory without any is named on
+// stderr). Every input is read whatever its format (views.ScanAny: DSS,
+// DSQ1, legacy envelopes); a named file of none is refused (exit 2).
+//
+// One input is scanned directly. Several are merged by time (views.Merge):
+// entries of different inputs interleave, each input's own in order, so a
+// sink shared by the inputs must not expect them grouped by input; each
+// input's damage is reported with its name (a shared *views.LogSink gets
+// the name of the input whose damage it prints).
+//
+// With follow (-f), regular DSS files are followed as they grow (a file
+// truncated or replaced is read again from its start, with a note on
+// stderr; a file whose every stream has ended is done) and directories
+// are watched for new capture files, until SIGINT or SIGTERM, which end
+// it cleanly; stdin, pipes, DSQ1 and legacy files are read to their end.
+// Without directories it also returns once every input is done. Pipes and
+// followed inputs are live: a partial last line shows after liveIdle of
+// quiet, and a quiet input does not hold the merge back.
+//
+// It keeps going past a bad input and returns the worst outcome: an I/O
+// error (exit 1) over an input that is not a capture (exit 2) over
+// damage (exit 3).
 func scanInputs(ctx context.Context, names []string, stdin io.Reader, stderr io.Writer, follow bool, sinkFor func(*input) views.Sink, done func(*input)) error {
 	if len(names) == 0 {
 		return usagef("no input given (name capture files, or - for stdin)")
 	}
-	var firstErr error
-	damaged := 0
-	for _, name := range names {
-		in, err := openInput(name, stdin)
+	stderr = &lockedWriter{w: stderr}
+	if follow {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+	}
+	var o outcome
+	paths, dirs := expandInputs(names, follow, stderr, &o)
+	var ins []*input
+	live := follow
+	for _, p := range paths {
+		in, err := openInput(p, stdin)
 		if err != nil {
-			fmt.Fprintf(stderr, "ds: %v\n", err)
-			if firstErr == nil {
-				firstErr = err
-			}
+			o.fail(stderr, err)
 			continue
 		}
-		cr := &countingReader{r: in.r}
-		rep := &damageReporter{Sink: sinkFor(in), in: in, stderr: stderr}
-		err = views.Scan(ctx, cr, views.ScanOptions{Follow: follow}, rep)
-		in.read = cr.n
+		live = live || in.size < 0
+		ins = append(ins, in)
+	}
+	opts := views.ScanOptions{Follow: follow}
+	if live {
+		opts.IdleAfter = liveIdle
+	}
+	finish := func(in *input, rep *damageReporter, err error) {
 		if done != nil {
 			done(in)
 		}
 		in.close()
 		if rep.damaged {
-			damaged++
+			o.damage()
 		}
 		if err != nil && !errors.Is(err, context.Canceled) {
-			err = fmt.Errorf("%s: %w", name, err)
-			fmt.Fprintf(stderr, "ds: %v\n", err)
-			if firstErr == nil {
-				firstErr = err
+			o.fail(stderr, inputError(in.name, err))
+		}
+	}
+	if len(ins) == 1 && len(dirs) == 0 {
+		in := ins[0]
+		rep := &damageReporter{Sink: sinkFor(in), in: in, stderr: stderr}
+		finish(in, rep, scanOne(ctx, in, opts, rep, stderr))
+		return o.status()
+	}
+	if len(ins) == 0 && len(dirs) == 0 {
+		return o.status()
+	}
+	merged := func(in *input) views.MergeInput {
+		rep := &damageReporter{Sink: sinkFor(in), in: in, stderr: stderr}
+		return views.MergeInput{
+			Scan: func(ctx context.Context, sink views.Sink) error { return scanOne(ctx, in, opts, sink, stderr) },
+			Sink: rep,
+			Done: func(err error) { finish(in, rep, err) },
+		}
+	}
+	var first []views.MergeInput
+	for _, in := range ins {
+		first = append(first, merged(in))
+	}
+	var more chan views.MergeInput
+	if len(dirs) > 0 {
+		more = make(chan views.MergeInput)
+		go func() {
+			defer close(more)
+			watchDirs(ctx, dirs, func(path string) {
+				in, err := openInput(path, nil)
+				if err != nil {
+					o.fail(stderr, err)
+					return
+				}
+				select {
+				case more <- merged(in):
+				case <-ctx.Done():
+					in.close()
+				}
+			})
+		}()
+	}
+	views.Merge(ctx, first, more, views.MergeOptions{IdleAfter: opts.IdleAfter}) // ends with ctx, or returns nil
+	return o.status()
+}
+
+// scanOne reads one input into sink (views.ScanAny). With opts.Follow, a
+// regular file is followed (see scanInputs), from opts.Offset, where its
+// read position must be; anything else is read to its end.
+func scanOne(ctx context.Context, in *input, opts views.ScanOptions, sink views.Sink, stderr io.Writer) error {
+	cr := &atomicCounter{r: in.r}
+	defer func() { in.read = cr.n.Load() }()
+	if !opts.Follow || in.file == nil || in.size < 0 {
+		opts.Follow = false // as tail -f reads a pipe: to its end
+		return views.ScanAny(ctx, cr, opts, sink)
+	}
+	ff := &followFile{in: in, off: opts.Offset}
+	cr.r = ff
+	for {
+		err := views.ScanAny(ctx, cr, opts, &endWatch{Sink: sink, ff: ff, streams: make(map[frames.StreamID]bool)})
+		var why string
+		switch {
+		case errors.Is(err, errFollowDone):
+			return nil
+		case errors.Is(err, errTruncated):
+			why = "truncated"
+		case errors.Is(err, errReplaced):
+			why = "replaced"
+		default:
+			return err
+		}
+		fmt.Fprintf(stderr, "ds: %s: file %s; reading it again from the start\n", in.name, why)
+		f, err := os.Open(in.name)
+		if err != nil {
+			return err
+		}
+		in.file.Close()
+		in.file, in.r = f, f
+		ff.off, opts.Offset = 0, 0
+		ff.done.Store(false)
+	}
+}
+
+// Errors of a followed file at its end (followFile.Read).
+var (
+	errFollowDone = errors.New("every stream has ended")
+	errTruncated  = errors.New("file truncated")
+	errReplaced   = errors.New("file replaced")
+)
+
+// followFile reads a file that grows. At its end it says whether the file
+// was truncated (it is now shorter than what was read) or replaced (the
+// name now leads to another file): errTruncated, errReplaced; and, once
+// done is set (every stream in it has ended), errFollowDone; otherwise
+// io.EOF, after which a following reader reads again later.
+type followFile struct {
+	in   *input
+	off  int64 // file offset of the next byte
+	done atomic.Bool
+}
+
+func (f *followFile) Read(p []byte) (int, error) {
+	n, err := f.in.file.Read(p)
+	f.off += int64(n)
+	if n > 0 || err != io.EOF {
+		return n, err
+	}
+	if f.done.Load() {
+		return 0, errFollowDone
+	}
+	cur, err := f.in.file.Stat()
+	if err == nil && cur.Size() < f.off {
+		return 0, errTruncated
+	}
+	if fi, nerr := os.Stat(f.in.name); err == nil && nerr == nil && !os.SameFile(fi, cur) {
+		return 0, errReplaced
+	}
+	return 0, io.EOF
+}
+
+// endWatch sits between a followed file and its sink: once every stream
+// the file holds has ended (StreamEnded), nothing more can come, and the
+// file is done at its end.
+type endWatch struct {
+	views.Sink
+	ff      *followFile
+	streams map[frames.StreamID]bool // seen; true once ended
+	open    int
+}
+
+func (e *endWatch) Header(h views.SegmentHeader) {
+	if ended, seen := e.streams[h.Stream.Stream]; !seen || ended {
+		e.streams[h.Stream.Stream] = false
+		e.open++
+	}
+	e.Sink.Header(h)
+}
+
+func (e *endWatch) Ended(s frames.StreamID) {
+	if ended, seen := e.streams[s]; seen && !ended {
+		e.streams[s] = true
+		if e.open--; e.open == 0 {
+			e.ff.done.Store(true)
+		}
+	}
+	e.Sink.Ended(s)
+}
+
+// Idle passes views.Idler on.
+func (e *endWatch) Idle(quiet bool) {
+	if i, ok := e.Sink.(views.Idler); ok {
+		i.Idle(quiet)
+	}
+}
+
+// dirWatch is a directory followed for new capture files.
+type dirWatch struct {
+	dir   string
+	known map[string]bool // names listed already
+}
+
+// expandInputs replaces each directory among names by the capture files
+// in it, in name order (see scanInputs), and with follow returns the
+// directories to watch.
+func expandInputs(names []string, follow bool, stderr io.Writer, o *outcome) ([]string, []*dirWatch) {
+	var paths []string
+	var dirs []*dirWatch
+	for _, name := range names {
+		fi, err := os.Stat(name)
+		if name == "-" || err != nil || !fi.IsDir() {
+			paths = append(paths, name) // openInput says what is wrong
+			continue
+		}
+		d := &dirWatch{dir: name, known: make(map[string]bool)}
+		found, err := d.list(false)
+		if err != nil {
+			o.fail(stderr, err)
+			continue
+		}
+		if len(found) == 0 {
+			fmt.Fprintf(stderr, "ds: %s: no capture in this directory\n", name)
+		}
+		paths = append(paths, found...)
+		if follow {
+			dirs = append(dirs, d)
+		}
+	}
+	return paths, dirs
+}
+
+// expandNames is expandInputs without following, for commands that read
+// their inputs one by one (ds tail).
+func expandNames(names []string, stderr io.Writer) []string {
+	var o outcome
+	paths, _ := expandInputs(names, false, stderr, &o)
+	return paths
+}
+
+// list returns the capture files of the directory it has not listed
+// before, in name order: regular files (or links to them) whose name does
+// not start with a dot, that are empty or hold a format ds reads. With
+// waitEmpty, an empty file is left for a later listing.
+func (d *dirWatch) list(waitEmpty bool) ([]string, error) {
+	entries, err := os.ReadDir(d.dir)
+	if err != nil {
+		return nil, err
+	}
+	var found []string
+	for _, e := range entries {
+		name := e.Name()
+		if d.known[name] || strings.HasPrefix(name, ".") {
+			continue
+		}
+		path := filepath.Join(d.dir, name)
+		fi, err := os.Stat(path)
+		if err != nil || !fi.Mode().IsRegular() {
+			d.known[name] = err == nil
+			continue
+		}
+		if fi.Size() == 0 && waitEmpty {
+			continue
+		}
+		d.known[name] = true
+		if isCapture(path) {
+			found = append(found, path)
+		}
+	}
+	return found, nil
+}
+
+// isCapture reports whether the file at path holds a format ds reads (or
+// cannot be read: opening it again will say why).
+func isCapture(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	_, err = views.Detect(f)
+	return !errors.Is(err, views.ErrNotCapture)
+}
+
+// watchDirs lists the directories every dirPoll until ctx ends, and calls
+// add with each new capture file. A new empty file is taken once it has
+// its first bytes (ds wrap creates its file before it writes).
+func watchDirs(ctx context.Context, dirs []*dirWatch, add func(path string)) {
+	t := time.NewTicker(dirPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, d := range dirs {
+			found, _ := d.list(true) // a directory gone for now may be back
+			for _, path := range found {
+				add(path)
 			}
 		}
 	}
-	if firstErr != nil {
-		return &statusError{code: exitFailure}
+}
+
+// outcome is the worst outcome of a view's inputs so far; it is safe for
+// concurrent use.
+type outcome struct {
+	mu                          sync.Mutex
+	failed, notCapture, damaged bool
+}
+
+// fail reports err on stderr.
+func (o *outcome) fail(stderr io.Writer, err error) {
+	fmt.Fprintf(stderr, "ds: %v\n", err)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if errors.Is(err, views.ErrNotCapture) {
+		o.notCapture = true
+	} else {
+		o.failed = true
 	}
-	if damaged > 0 {
+}
+
+func (o *outcome) damage() {
+	o.mu.Lock()
+	o.damaged = true
+	o.mu.Unlock()
+}
+
+// status returns the command's error: exit 1, 2 or 3, or nil.
+func (o *outcome) status() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch {
+	case o.failed:
+		return &statusError{code: exitFailure}
+	case o.notCapture:
+		return &statusError{code: exitUsage}
+	case o.damaged:
 		return &statusError{code: exitCorrupt}
 	}
 	return nil
+}
+
+// lockedWriter serialises writes to w (stderr, written by the goroutines
+// of several inputs).
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// tailFollow is ds tail -f: the last lines of each input, as ds tail
+// prints them ("==> NAME <==" before each when there are several, or a
+// directory), then what is written to them from then on, from each
+// input's own printer (a header whenever the input printing changes),
+// until SIGINT or SIGTERM, or every input is done (see scanInputs).
+// Directories are watched for new capture files, printed from their
+// start.
+func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, stderr io.Writer, opts views.TailOptions) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	stderr = &lockedWriter{w: stderr}
+	var o outcome
+	paths, dirs := expandInputs(names, true, stderr, &o)
+	out := &tailOut{w: stdout, multi: len(paths) > 1 || len(dirs) > 0}
+	lines := max(opts.Lines, 1) // -n 0: nothing, but the point to follow from
+	var wg sync.WaitGroup
+	follow := func(in *input, sink *views.LogSink, from int64) {
+		defer wg.Done()
+		defer in.close()
+		rep := &damageReporter{Sink: sink, in: in, stderr: stderr}
+		var err error
+		if _, err = in.file.Seek(from, io.SeekStart); err == nil {
+			in.r = in.file
+			err = scanOne(ctx, in, views.ScanOptions{Follow: true, Offset: from, IdleAfter: liveIdle}, rep, stderr)
+		}
+		sink.A.Flush()
+		sink.P.Close()
+		if rep.damaged {
+			o.damage()
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			o.fail(stderr, inputError(in.name, err))
+		}
+	}
+	for _, p := range paths {
+		if err := out.header(p); err != nil {
+			return writeErr(err)
+		}
+		in, err := openInput(p, stdin)
+		if err != nil {
+			o.fail(stderr, err)
+			continue
+		}
+		w := &tailOutWriter{o: out, name: p, mute: opts.Lines == 0}
+		one := opts
+		one.Lines = lines
+		if in.file == nil || in.size < 0 || in.format != views.InputDSS && in.format != views.InputEmpty {
+			// Stdin, a pipe, an import: read to the end, as tail -f does
+			// a pipe.
+			d, _, err := tailStream(ctx, in, w, stderr, one)
+			in.close()
+			if d {
+				o.damage()
+			}
+			if err != nil && !errors.Is(err, context.Canceled) {
+				o.fail(stderr, err)
+			}
+			continue
+		}
+		one.File, one.Live, one.Follow = p, in.live, true
+		stats, err := views.Tail(ctx, in.file, in.size, one, w)
+		rep := &damageReporter{in: in, stderr: stderr}
+		for _, d := range stats.Damage {
+			rep.report(d.Offset, d.End, d.Torn, d.Err)
+		}
+		if rep.damaged {
+			o.damage()
+		}
+		w.mute = false
+		if err != nil || stats.Sink == nil {
+			in.close()
+			if err != nil && !errors.Is(err, context.Canceled) {
+				o.fail(stderr, inputError(p, err))
+			}
+			continue
+		}
+		wg.Add(1)
+		go follow(in, stats.Sink, stats.Resume)
+	}
+	if len(dirs) > 0 {
+		watchDirs(ctx, dirs, func(path string) {
+			in, err := openInput(path, nil)
+			if err != nil {
+				o.fail(stderr, err)
+				return
+			}
+			if in.format != views.InputDSS && in.format != views.InputEmpty {
+				in.close()
+				return
+			}
+			sink := views.NewLogSink(views.NewPrinter(&tailOutWriter{o: out, name: path}, opts.Log), opts.Log.Window)
+			sink.File = path
+			wg.Add(1)
+			go follow(in, sink, 0)
+		})
+	}
+	wg.Wait()
+	if out.err != nil && !isEPIPE(out.err) {
+		return out.err
+	}
+	return o.status()
+}
+
+// tailOut is the output of ds tail -f: the printers of several inputs
+// write to it at once, each a line or more at a time, and it leads the
+// lines of an input with "==> NAME <==" whenever they follow another
+// input's (when multi).
+type tailOut struct {
+	mu    sync.Mutex
+	w     io.Writer
+	multi bool
+	last  string
+	any   bool  // a header was written
+	err   error // the first write error
+}
+
+// header writes the header of input name unless its lines are the last
+// written.
+func (o *tailOut) header(name string) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.headerLocked(name)
+}
+
+func (o *tailOut) headerLocked(name string) error {
+	if !o.multi || o.any && o.last == name {
+		return nil
+	}
+	sep := "\n"
+	if !o.any {
+		sep = ""
+	}
+	o.any, o.last = true, name
+	_, err := fmt.Fprintf(o.w, "%s==> %s <==\n", sep, name)
+	return err
+}
+
+// tailOutWriter is what the printer of one input writes to; nothing while
+// mute.
+type tailOutWriter struct {
+	o    *tailOut
+	name string
+	mute bool
+}
+
+func (w *tailOutWriter) Write(b []byte) (int, error) {
+	if w.mute || len(b) == 0 {
+		return len(b), nil
+	}
+	o := w.o
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	err := o.headerLocked(w.name)
+	if err == nil {
+		_, err = o.w.Write(b)
+	}
+	if err != nil && o.err == nil {
+		o.err = err
+	}
+	return len(b), err
 }
 
 // channelFilters turns -c patterns into filters.
@@ -168,5 +749,18 @@ type countingReader struct {
 func (c *countingReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	c.n += int64(n)
+	return n, err
+}
+
+// atomicCounter counts the bytes read through it, safe to read while it
+// is read (Scan returns when ctx ends, its reader maybe in a read).
+type atomicCounter struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *atomicCounter) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n.Add(int64(n))
 	return n, err
 }

@@ -15,7 +15,7 @@ func logCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "log",
 		Usage:     "print the merged log of captures",
-		UsageText: "ds log [--cat|--json] [-c CHANNEL]… [--all] INPUT…",
+		UsageText: "ds log [--cat|--json[=frames]] [--time[=MODE]] [FILTERS] INPUT…",
 		Description: `Prints every frame of the inputs (capture files, or - for stdin) in
 position order, one line per text line:
 
@@ -53,25 +53,59 @@ with -c the channels named (records as written, with no separator). Gaps
 and drops are not in its output: it ends with one warning on stderr when
 there were any.
 
---json prints one JSON object per frame, gap, drop and damaged range. A
-text payload that is not UTF-8 carries "bytes_b64" instead of "text", a
-record "record". "time" (RFC 3339) is the stream's latest datastream.clock
-reading before that frame: the writer records each drain tick's clock
-reading before the frames the tick takes, so it is an upper bound on when
-the frame arrived, within one flush interval. A gap is
+--json prints one JSON object per text line (joined across frames as
+above: "text" holds the line's bytes exactly, its newline included,
+"position" and "last_position" the positions of its first and last frame,
+"partial":true when it was printed unfinished), per record and bytes
+frame, gap, drop and damaged range, so that
+ds log --json | jq 'select(.text|test("FAIL"))' finds what
+ds log | grep FAIL finds. --json=frames prints one object per frame
+instead. A text payload that is not UTF-8 carries "bytes_b64" instead of
+"text", a record "record". "time" (RFC 3339) is the stream's latest
+datastream.clock reading before that frame: the writer records each
+drain tick's clock reading before the frames the tick takes, so it is an
+upper bound on when the frame arrived, within one flush interval. A gap is
 {"gap":{"from":F,"to":T,"count":N}}, a drop
 {"dropped":{"before":P,"frames":N,"bytes":B,"reason":"queue full"}} (bytes
 null when the record did not say), each after "stream", "node", "life".
 
+--time adds a time column: --time or --time=wall (local time; --utc or
+--time=utc for UTC), --time=since-start (seconds since the first clock
+reading of the inputs), --time=delta (seconds since the previous line
+printed: stalls stand out), --time=unix. A line before any clock reading
+shows "-".
+
+` + selectionHelp + `
+
+--after CURSOR shows, of each stream the cursor names, only the positions
+after it; --show-cursor prints the cursor of what was shown as a last line,
+"-- cursor: CURSOR" ({"cursor":"CURSOR"} with --json), for the next run's
+--after. Frames between a cursor and the first position an input still
+holds are reported as trimmed, never skipped silently.
+
+` + inputsHelp + `
+
+-f (--follow) keeps reading capture files as they grow, and takes in the
+new capture files of the directories named, until interrupted (SIGINT or
+SIGTERM: exit 0, or 3 if what was read was damaged). A file truncated or
+replaced is read again from its start, with a note on stderr. A file is
+done once every stream in it has ended: without a directory to watch,
+ds log -f returns when every file is done. Stdin is read to its end.
+
 Exit status 3 when an input is damaged: everything readable is printed
 first. A capture that ds wrap is still writing is read to its current end.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "cat", Usage: "print payload bytes only, byte-exact"},
-			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per frame, gap, drop and damaged range"},
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep reading files as they grow, and new captures in directories"},
+			&cli.GenericFlag{Name: "json", Value: &optionalValue{}, Usage: "print one JSON object per line, record, gap, drop and damaged range (=frames: per frame)"},
+			&cli.GenericFlag{Name: "time", Value: &optionalValue{}, Usage: "add a time column: wall, utc, since-start, delta or unix"},
+			&cli.BoolFlag{Name: "utc", Usage: "show and read times in UTC"},
+			&cli.BoolFlag{Name: "show-cursor", Usage: "end with the cursor of what was shown (for --after)"},
 			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "show only `CHANNEL` (exact name, or a prefix ending in .*); repeatable"},
 			&cli.BoolFlag{Name: "all", Usage: "also show the writer's own datastream.* channels"},
 			&cli.BoolFlag{Name: "cr-segments", Usage: "show every CR-separated segment of a text line"},
-		},
+			colorFlag(),
+		}, selectionFlags()...),
 		Action: logAction,
 	}
 }
@@ -79,34 +113,103 @@ first. A capture that ds wrap is still writing is read to its current end.`,
 func logAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
 	opts := views.LogOptions{
-		Channels:   channelFilters(c.StringSlice("channel")),
 		All:        c.Bool("all"),
 		CRSegments: c.Bool("cr-segments"),
 	}
-	switch {
-	case c.Bool("cat") && c.Bool("json"):
-		return usagef("log: --cat and --json cannot be combined")
-	case c.Bool("cat"):
-		opts.Format = views.FormatCat
-	case c.Bool("json"):
-		opts.Format = views.FormatJSON
+	if err := readLogFormat(c, &opts); err != nil {
+		return err
+	}
+	var colorErr error
+	if opts.Color, colorErr = useColor(c, c.Root().Writer); colorErr != nil {
+		return colorErr
 	}
 	root := c.Root()
+	p, err := printLog(ctx, c, opts, c.Args().Slice(), c.Bool("follow"))
+	if p == nil {
+		return err
+	}
+	if c.Bool("show-cursor") {
+		if werr := showCursor(root.Writer, p.Cursor(), opts.Format); werr != nil && err == nil {
+			return writeErr(werr)
+		}
+	}
+	return err
+}
+
+// printLog prints the merged log of the named inputs as ds log does, with
+// its warnings, and returns the printer (nil when the output failed: a
+// closed pipe is then no error) and the worst outcome of the inputs.
+func printLog(ctx context.Context, c *cli.Command, opts views.LogOptions, names []string, follow bool) (*views.Printer, error) {
+	root := c.Root()
 	p := views.NewPrinter(root.Writer, opts)
+	expectStreams(p, names)
 	sink := views.NewLogSink(p, 0)
-	err := scanInputs(ctx, c.Args().Slice(), root.Reader, root.ErrWriter, false, func(in *input) views.Sink {
+	err := scanInputs(ctx, names, root.Reader, root.ErrWriter, follow, func(in *input) views.Sink {
 		sink.File = in.name
 		return sink
 	}, nil)
 	sink.A.Flush()
-	if cerr := p.Close(); cerr != nil && err == nil {
+	if cerr := p.Close(); cerr != nil {
 		if isEPIPE(cerr) {
-			return nil
+			return nil, err
 		}
-		return cerr
+		return nil, cerr
 	}
 	if l := p.Losses(); opts.Format == views.FormatCat && l.Gaps+l.Drops > 0 {
 		warnCatLosses(root.ErrWriter, l)
+	}
+	warnSelection(root.ErrWriter, p)
+	return p, err
+}
+
+// readLogFormat reads the output format, time column and filters of ds log
+// and ds tail into opts.
+func readLogFormat(c *cli.Command, opts *views.LogOptions) error {
+	json := c.String("json")
+	switch {
+	case c.Bool("cat") && json != "":
+		return usagef("%s: --cat and --json cannot be combined", c.Name)
+	case c.Bool("cat"):
+		opts.Format = views.FormatCat
+	case json == "true" || json == "lines":
+		opts.Format = views.FormatJSON
+	case json == "frames":
+		opts.Format, opts.JSONFrames = views.FormatJSON, true
+	case json != "":
+		return usagef("%s: --json=%s: want --json (one object per line) or --json=frames", c.Name, json)
+	}
+	if t := c.String("time"); t != "" {
+		if t == "true" {
+			t = "wall"
+		}
+		mode, utc, err := views.ParseTimeMode(t)
+		if err != nil {
+			return usagef("%s: %v", c.Name, err)
+		}
+		if opts.Format != views.FormatText {
+			return usagef("%s: --time adds a column to the text format (--json always has \"time\")", c.Name)
+		}
+		opts.Time, opts.UTC = mode, utc || c.Bool("utc")
+	}
+	sel, err := readSelection(c)
+	if err != nil {
+		return err
+	}
+	if sel.Grep != nil && opts.Format == views.FormatCat {
+		return usagef("%s: -g cannot be combined with --cat (it keeps bytes exact); pipe --cat to grep", c.Name)
+	}
+	opts.Select = sel
+	return nil
+}
+
+// showCursor writes the cursor line of --show-cursor.
+func showCursor(w io.Writer, cur views.Cursor, format views.LogFormat) error {
+	var err error
+	switch format {
+	case views.FormatJSON:
+		_, err = fmt.Fprintf(w, "{\"cursor\":%q}\n", cur.String())
+	case views.FormatText:
+		_, err = fmt.Fprintf(w, "-- cursor: %s\n", cur.String())
 	}
 	return err
 }

@@ -32,45 +32,49 @@ func manPage(root *cli.Command) string {
 		for _, f := range c.Flags {
 			writeFlag(&b, f)
 		}
+		for _, sub := range c.Commands {
+			if sub.Hidden {
+				continue
+			}
+			fmt.Fprintf(&b, ".TP\n.B %s\n%s.\n", roffEscape(sub.UsageText), roffEscape(sub.Usage))
+		}
+		writeExamples(&b, examples[c.Name])
 	}
 	b.WriteString(".SH SEE ALSO\n.BR ds-format (5)\n")
 	return b.String()
 }
 
 func writeFlag(b *strings.Builder, f cli.Flag) {
-	names := f.Names()
+	fi := describeFlag(f)
 	var parts []string
-	for _, n := range names {
-		dash := "\\-\\-"
-		if len(n) == 1 {
-			dash = "\\-"
-		}
-		parts = append(parts, "\\fB"+dash+roffEscape(n)+"\\fR")
-	}
-	usage := ""
-	def := ""
-	if d, ok := f.(cli.DocGenerationFlag); ok {
-		usage = d.GetUsage()
-		if d.TakesValue() {
-			def = d.GetValue()
-		}
-	}
-	placeholder := ""
-	if i := strings.Index(usage, "`"); i >= 0 {
-		if j := strings.Index(usage[i+1:], "`"); j >= 0 {
-			placeholder = usage[i+1 : i+1+j]
-			usage = usage[:i] + placeholder + usage[i+1+j+1:]
-		}
+	for _, n := range fi.names() {
+		parts = append(parts, "\\fB"+roffEscape(n)+"\\fR")
 	}
 	head := strings.Join(parts, ", ")
-	if placeholder != "" {
-		head += " \\fI" + roffEscape(placeholder) + "\\fR"
+	switch {
+	case fi.optional:
+		head += "[=\\fI" + roffEscape(fi.placeholder) + "\\fR]"
+	case fi.placeholder != "":
+		head += " \\fI" + roffEscape(fi.placeholder) + "\\fR"
 	}
-	fmt.Fprintf(b, ".TP\n%s\n%s", head, roffEscape(usage))
-	if def != "" && def != `""` && def != "0" && def != "false" {
-		fmt.Fprintf(b, " (default: %s)", roffEscape(strings.Trim(def, `"`)))
+	fmt.Fprintf(b, ".TP\n%s\n%s.\n", head, roffEscape(fi.help()))
+}
+
+// writeExamples renders a command's examples (examples.go) as the EXAMPLES
+// part of its subsection: each explanation, then its command line
+// indented, verbatim.
+func writeExamples(b *strings.Builder, ex []example) {
+	if len(ex) == 0 {
+		return
 	}
-	b.WriteString(".\n")
+	b.WriteString(".PP\n.B EXAMPLES\n")
+	for _, e := range ex {
+		fmt.Fprintf(b, ".PP\n%s\n.RS 4\n.nf\n", roffEscape(e.Explanation))
+		for _, l := range strings.Split(e.Command, "\n") {
+			b.WriteString(roffEscape(l) + "\n")
+		}
+		b.WriteString(".fi\n.RE\n")
+	}
 }
 
 // writeParagraphs turns the plain-text descriptions of the help output into

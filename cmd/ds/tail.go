@@ -15,7 +15,7 @@ func tailCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "tail",
 		Usage:     "print the last lines of captures",
-		UsageText: "ds tail [-n N] [--cat|--json] [-c CHANNEL]… [--all] INPUT…",
+		UsageText: "ds tail [-n N] [-f] [--cursor-file F] [--cat|--json[=frames]] [FILTERS] [INPUT…]",
 		Description: `Prints the last N lines (10 by default) that ds log would print for each
 input, in the same formats, with the same channel selection.
 
@@ -31,14 +31,44 @@ With several inputs, each one's lines follow a "==> NAME <==" line, as
 tail(1) prints them. Without an input, ds tail reads stdin. -n 0 prints
 nothing. A last line without a newline counts as a line.
 
+--cursor-file F makes ds tail a consumer that resumes where it stopped:
+when F exists, ds tail prints everything after the cursor saved in it
+(the per-stream positions of the last run; -n does not apply), merged as
+ds log merges; when F does not exist yet, the last N lines. Either way it
+then saves the cursor of what it printed in F, atomically, after the
+output is written (at-least-once: a run killed in between prints some
+lines again next time, and none is ever missed). Frames between a saved
+cursor and the oldest frame an input still holds are reported as
+"trimmed", never skipped silently. --json, --time and the filters are
+those of ds log (see ds log --help).
+
+-f (--follow) then prints what is written to the capture files from then on,
+as tail -f does, and what new capture files of the directories named hold,
+until interrupted (SIGINT or SIGTERM: exit 0, or 3 if what was read was
+damaged); with several inputs, a "==> NAME <==" line leads the lines of an
+input whenever another input printed last. A file truncated or replaced is
+read again from its start, with a note on stderr; a file is done once every
+stream in it has ended, and ds tail -f returns when every file is done,
+unless it watches a directory. Stdin and pipes are read to their end.
+With --cursor-file, -f prints everything after the cursor, then follows.
+
+` + inputsHelp + `
+
+` + selectionHelp + `
+
 Exit status 3 when what was read of an input is damaged.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: views.DefaultTailLines, Usage: "print the last `N` lines"},
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "then print what is written to the inputs, until interrupted"},
 			&cli.BoolFlag{Name: "cat", Usage: "print payload bytes only, byte-exact (as ds log --cat)"},
-			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per frame, gap, drop and damaged range"},
+			&cli.GenericFlag{Name: "json", Value: &optionalValue{}, Usage: "print one JSON object per line, record, gap, drop and damaged range (=frames: per frame)"},
+			&cli.GenericFlag{Name: "time", Value: &optionalValue{}, Usage: "add a time column: wall, utc, since-start, delta or unix"},
+			&cli.BoolFlag{Name: "utc", Usage: "show and read times in UTC"},
+			&cli.StringFlag{Name: "cursor-file", Usage: "resume after the cursor saved in `FILE`, and save the new one there"},
 			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "show only `CHANNEL` (exact name, or a prefix ending in .*); repeatable"},
 			&cli.BoolFlag{Name: "all", Usage: "also show the writer's own datastream.* channels"},
-		},
+			colorFlag(),
+		}, selectionFlags()...),
 		Action: tailAction,
 	}
 }
@@ -50,22 +80,48 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 		return usagef("tail: -n %d: want a number of lines, 0 or more", n)
 	}
 	opts := views.TailOptions{Lines: int(n), Log: views.LogOptions{
-		Channels: channelFilters(c.StringSlice("channel")),
-		All:      c.Bool("all"),
+		All: c.Bool("all"),
 	}}
-	switch {
-	case c.Bool("cat") && c.Bool("json"):
-		return usagef("tail: --cat and --json cannot be combined")
-	case c.Bool("cat"):
-		opts.Log.Format = views.FormatCat
-	case c.Bool("json"):
-		opts.Log.Format = views.FormatJSON
+	if err := readLogFormat(c, &opts.Log); err != nil {
+		return err
+	}
+	var colorErr error
+	if opts.Log.Color, colorErr = useColor(c, c.Root().Writer); colorErr != nil {
+		return colorErr
 	}
 	names := c.Args().Slice()
 	if len(names) == 0 {
 		names = []string{"-"} // as tail(1): stdin
 	}
 	root := c.Root()
+	cursorFile := c.String("cursor-file")
+	if c.Bool("follow") && cursorFile == "" {
+		return tailFollow(ctx, names, root.Reader, root.Writer, root.ErrWriter, opts)
+	}
+	names = expandNames(names, root.ErrWriter) // a directory: its captures
+	if cursorFile != "" {
+		saved, ok, err := readCursorFile(cursorFile)
+		if err != nil {
+			return err
+		}
+		if ok {
+			// Resume: everything after the saved cursor.
+			after := opts.Log.Select.After
+			opts.Log.Select.After = saved
+			for id, pos := range after {
+				opts.Log.Select.After[id] = pos
+			}
+			p, err := printLog(ctx, c, opts.Log, names, c.Bool("follow"))
+			if p == nil {
+				return err // the output failed: the cursor stays
+			}
+			if werr := writeCursorFile(cursorFile, p.Cursor()); werr != nil {
+				return werr
+			}
+			return err
+		}
+	}
+	cursor := views.Cursor{}
 	var firstErr error
 	damaged := false
 	for i, name := range names {
@@ -80,10 +136,28 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 		}
 		var d bool
 		var err error
-		if n == 0 {
+		if n == 0 && cursorFile == "" {
 			d, err = false, checkInput(name, root.Reader) // as tail(1): nothing to print
+		} else if n == 0 {
+			// Nothing to print, but the cursor of the end to save: the
+			// next run starts from here.
+			var cur views.Cursor
+			one := opts
+			one.Lines = 1
+			d, cur, err = tailOne(ctx, name, root.Reader, io.Discard, root.ErrWriter, one)
+			for id, pos := range cur {
+				if old, ok := cursor[id]; !ok || pos > old {
+					cursor[id] = pos
+				}
+			}
 		} else {
-			d, err = tailOne(ctx, name, root.Reader, root.Writer, root.ErrWriter, opts)
+			var cur views.Cursor
+			d, cur, err = tailOne(ctx, name, root.Reader, root.Writer, root.ErrWriter, opts)
+			for id, pos := range cur {
+				if old, ok := cursor[id]; !ok || pos > old {
+					cursor[id] = pos
+				}
+			}
 		}
 		damaged = damaged || d
 		if err != nil {
@@ -97,7 +171,12 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 		}
 	}
 	if firstErr != nil {
-		return &statusError{code: exitFailure}
+		return inputStatus(firstErr)
+	}
+	if cursorFile != "" {
+		if err := writeCursorFile(cursorFile, cursor); err != nil {
+			return err
+		}
 	}
 	if damaged {
 		return &statusError{code: exitCorrupt}
@@ -115,15 +194,16 @@ func checkInput(name string, stdin io.Reader) error {
 }
 
 // tailOne prints the tail of one input and says whether what it read was
-// damaged.
-func tailOne(ctx context.Context, name string, stdin io.Reader, stdout, stderr io.Writer, opts views.TailOptions) (bool, error) {
+// damaged, and the cursor of what it read.
+func tailOne(ctx context.Context, name string, stdin io.Reader, stdout, stderr io.Writer, opts views.TailOptions) (bool, views.Cursor, error) {
 	in, err := openInput(name, stdin)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	defer in.close()
-	if in.file == nil || in.size < 0 {
-		// A pipe: read it all, keeping the last lines.
+	if in.file == nil || in.size < 0 || in.format != views.InputDSS && in.format != views.InputEmpty {
+		// A pipe, a DSQ1 stream, legacy envelopes: read it all, keeping
+		// the last lines.
 		return tailStream(ctx, in, stdout, stderr, opts)
 	}
 	opts.File, opts.Live = name, in.live
@@ -133,27 +213,27 @@ func tailOne(ctx context.Context, name string, stdin io.Reader, stdout, stderr i
 		rep.report(d.Offset, d.End, d.Torn, d.Err)
 	}
 	if err != nil {
-		return rep.damaged, fmt.Errorf("%s: %w", name, err)
+		return rep.damaged, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return rep.damaged, nil
+	return rep.damaged, stats.Cursor, nil
 }
 
 // tailStream is tail of an input that cannot be read from its end.
-func tailStream(ctx context.Context, in *input, stdout, stderr io.Writer, opts views.TailOptions) (bool, error) {
+func tailStream(ctx context.Context, in *input, stdout, stderr io.Writer, opts views.TailOptions) (bool, views.Cursor, error) {
 	ring := views.NewLineRing(opts.Lines)
 	p := views.NewPrinter(ring, opts.Log)
 	sink := views.NewLogSink(p, opts.Log.Window)
 	sink.File = in.name
 	rep := &damageReporter{in: in, stderr: stderr, Sink: sink}
-	err := views.Scan(ctx, in.r, views.ScanOptions{}, rep)
+	err := views.ScanAny(ctx, in.r, views.ScanOptions{}, rep)
 	sink.A.Flush()
 	if cerr := p.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
-		return rep.damaged, fmt.Errorf("%s: %w", in.name, err)
+		return rep.damaged, nil, inputError(in.name, err)
 	}
-	return rep.damaged, ring.WriteLines(stdout)
+	return rep.damaged, p.Cursor(), ring.WriteLines(stdout)
 }
 
 // writeErr turns a write error into the command's error: a closed pipe is

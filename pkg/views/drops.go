@@ -29,6 +29,7 @@ type Losses struct {
 	MissingFrames uint64 // positions inside them
 	Drops         uint64 // places where submissions were refused
 	DroppedFrames uint64 // submissions refused there
+	Trimmed       uint64 // frames after a cursor no longer in the input
 }
 
 // healthRecord is the part of a datastream.health record ([frames.Health])

@@ -89,9 +89,9 @@ func TestLogDropsInPlace(t *testing.T) {
 
 	got, _ = printJob(t, LogOptions{Format: FormatJSON, Channels: []frames.ChannelFilter{frames.NameChannel("proc.job.stdout")}}, fs...)
 	want = "" +
-		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"position":0,"channel":"proc.job.stdout","channel_id":1,"content":"TextStream","text":"one\n"}` + "\n" +
+		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"position":0,"last_position":0,"channel":"proc.job.stdout","channel_id":1,"content":"TextStream","text":"one\n"}` + "\n" +
 		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"dropped":{"before":1,"frames":4,"bytes":512,"reason":"queue full"}}` + "\n" +
-		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"position":2,"channel":"proc.job.stdout","channel_id":1,"content":"TextStream","text":"two\n"}` + "\n" +
+		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"position":2,"last_position":2,"channel":"proc.job.stdout","channel_id":1,"content":"TextStream","text":"two\n"}` + "\n" +
 		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"dropped":{"before":3,"frames":1,"bytes":10,"reason":"ended"}}` + "\n"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("--json (-want +got):\n%s", diff)

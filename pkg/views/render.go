@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -47,12 +48,90 @@ type LogOptions struct {
 	// line on its own line; by default a line renders as a terminal shows
 	// it, the last segment winning.
 	CRSegments bool
+	// Color colours the text format for a terminal (ds log --color): a
+	// text line's own SGR sequences pass, and ds's columns and loss lines
+	// are styled (see terminal.go). Off, every escape sequence is shown
+	// escaped. FormatJSON and FormatCat are never coloured.
+	Color bool
 	// Window is the assembler's reorder window per stream, in bytes (0:
 	// DefaultWindow; see AssemblerOptions).
 	Window int
 	// Follow keeps reading inputs that grow (tail -f).
 	Follow bool
+	// StreamColumn fixes the stream column of the text format:
+	// StreamColumnAuto (the default) shows it from the first line on when
+	// the inputs hold more than one stream, as far as the printer can know
+	// up front (see [Printer.Streams]), and from the first line of a
+	// second stream on otherwise; lines are never held back to decide.
+	StreamColumn StreamColumnMode
+	// Select is what is shown (the shared filters); Channels above adds
+	// to Select.Channels.
+	Select Selection
+	// Time adds a time column to the text format (--time).
+	Time TimeMode
+	// UTC shows wall-clock times in UTC instead of the local time zone.
+	UTC bool
+	// JSONFrames makes FormatJSON print one object per frame of a text
+	// channel (--json=frames); by default it prints one per text line,
+	// joined across frames as the text format joins them.
+	JSONFrames bool
 }
+
+// TimeMode selects the time column of the text format. A line's time is
+// its stream's latest datastream.clock reading at or before the frame the
+// line started in (see the package doc); a line before any reading shows
+// "-".
+type TimeMode uint8
+
+const (
+	// TimeNone shows no time column.
+	TimeNone TimeMode = iota
+	// TimeWall shows the wall clock, "2006-01-02 15:04:05.000000" in the
+	// local time zone, or RFC 3339 with a Z in UTC (LogOptions.UTC).
+	TimeWall
+	// TimeSinceStart shows seconds since the start of the inputs (their
+	// first clock reading the printer saw), "+12.345678".
+	TimeSinceStart
+	// TimeDelta shows seconds since the previous line printed, to find
+	// stalls, "+0.000123".
+	TimeDelta
+	// TimeUnix shows Unix seconds with nanoseconds, "1764584035.123456789".
+	TimeUnix
+)
+
+// ParseTimeMode parses a --time value: wall (or an empty value), utc,
+// since-start, delta, unix.
+func ParseTimeMode(s string) (mode TimeMode, utc bool, err error) {
+	switch s {
+	case "", "wall", "local":
+		return TimeWall, false, nil
+	case "utc":
+		return TimeWall, true, nil
+	case "since-start", "start":
+		return TimeSinceStart, false, nil
+	case "delta":
+		return TimeDelta, false, nil
+	case "unix":
+		return TimeUnix, false, nil
+	case "none":
+		return TimeNone, false, nil
+	}
+	return 0, false, fmt.Errorf("--time=%s: want wall, utc, since-start, delta, unix or none", s)
+}
+
+// StreamColumnMode says when the text format leads each line with the
+// stream (`node#life`).
+type StreamColumnMode uint8
+
+const (
+	// StreamColumnAuto shows the column once the printer knows of more
+	// than one stream.
+	StreamColumnAuto StreamColumnMode = iota
+	// StreamColumnAlways shows it on every line.
+	StreamColumnAlways
+	// StreamColumnNever never shows it.
+	StreamColumnNever
+)
 
 // maxLine bounds how much of one unfinished text line a printer holds per
 // channel; a longer line is printed in pieces of this size.
@@ -60,10 +139,12 @@ const maxLine = 1 << 20
 
 // partial is the unfinished line held for one text channel of a stream.
 type partial struct {
-	st  *streamInfo
-	ch  *chanInfo
-	pos frames.Position
-	buf []byte
+	st   *streamInfo
+	ch   *chanInfo
+	pos  frames.Position
+	last frames.Position // the position of the last frame joined
+	ns   int64           // the stream's clock reading when the line started
+	buf  []byte
 	// cut is set when the line was printed unfinished (another line of
 	// the stream had to come after it, or it reached maxLine): the rest of
 	// it, up to its newline, is printed as a line of its own unless empty.
@@ -101,7 +182,16 @@ type streamInfo struct {
 
 	healthID  frames.ChannelID // datastream.health, if hasHealth
 	hasHealth bool
-	fromStart bool       // position 0 was printed: the stream is seen from its start
+	fromStart bool   // position 0 was printed: the stream is seen from its start
+	hidden    bool   // the stream filters hide it
+	col       string // the stream column's text: name, or a shorter unambiguous form
+	colW      int    // col in runes
+	consumed  bool   // cursor is set
+	cursor    frames.Position
+	after     frames.Position // Select.After's entry for the stream, if hasAfter
+	hasAfter  bool
+	checked   bool       // checkTrimmed has looked at its first position
+	untimed   bool       // it had no clock reading when --since/--until needed one
 	lines     []*partial // the partial lines of its channels, in the order they were opened
 	drops     dropTracker
 }
@@ -162,26 +252,80 @@ type Printer struct {
 	// descriptor: shown only when no channel is selected.
 	unknownVisible bool
 
-	multi     bool // a stream column leads each line (text format)
-	decided   bool // multi is fixed; until then lines are held
-	held      []heldLine
-	heldBytes int
-	streamW   int // width of the stream column
-	nameW     int // width of the channel column
-	line      []byte
-	col       []byte // the stream column
-	losses    Losses
-	err       error
+	multi   bool // a stream column leads each line (text format)
+	seen    int  // streams declared so far
+	streamW int  // width of the stream column
+	sel     Selection
+	// short maps the streams the printer was told of up front (Expect)
+	// to their stream column.
+	short map[frames.StreamID]string
+	// unmatched counts, per filter of sel that names something, whether
+	// anything in the inputs matched it (see Unmatched).
+	matched  []bool
+	startNS  int64 // the first clock reading seen: the start of the inputs
+	prevNS   int64 // the time of the previous line printed (TimeDelta)
+	lineNS   int64 // the time of the line being rendered
+	lineLast frames.Position
+	lineNL   bool // the text line being rendered ended with a newline
+	grepFrom int  // where the payload starts in p.line, -1 for loss lines
+	untimed  []frames.StreamID
+	cursors  Cursor // the cursors of streams forgotten
+	raw      []byte // scratch for jsonText
+	nameW    int    // width of the channel column
+	line     []byte
+	col      []byte // the stream column
+	losses   Losses
+	err      error
 }
 
 // NewPrinter returns a printer writing to w.
 func NewPrinter(w io.Writer, opts LogOptions) *Printer {
-	return &Printer{
+	sel := opts.Select
+	sel.Channels = append(slices.Clip(sel.Channels), opts.Channels...)
+	p := &Printer{
 		opts:           opts,
+		sel:            sel,
 		w:              bufio.NewWriterSize(w, 256<<10),
 		streams:        make(map[frames.StreamID]*streamInfo),
-		unknownVisible: len(opts.Channels) == 0,
+		unknownVisible: len(sel.Channels) == 0 && len(sel.Contents) == 0,
 		nameW:          16,
+		multi:          opts.StreamColumn == StreamColumnAlways,
+		cursors:        Cursor{},
+	}
+	p.matched = make([]bool, len(sel.Channels)+len(sel.Contents)+len(sel.Nodes)+len(sel.Streams)+len(sel.Origins))
+	for id, pos := range sel.After {
+		p.cursors[id] = pos
+	}
+	return p
+}
+
+// Expect tells the printer, before the first item, which streams the
+// inputs hold (as far as the caller could find out, e.g. from the segment
+// headers of files): with more than one, the stream column (in
+// StreamColumnAuto) leads every line from the first on, as wide as the
+// widest, and shows a stream's node alone when no other stream expected
+// has the same node.
+func (p *Printer) Expect(streams []frames.StreamID) {
+	// Streams the stream filters hide do not count (origin is not known
+	// from an id: --origin is decided when the descriptor comes).
+	streams = slices.DeleteFunc(slices.Clone(streams), func(s frames.StreamID) bool {
+		return !p.sel.streamVisible(frames.StreamDescriptor{Stream: s}) && len(p.sel.Origins) == 0
+	})
+	nodes := make(map[frames.NodeID]int, len(streams))
+	for _, s := range streams {
+		nodes[s.Node]++
+	}
+	p.short = make(map[frames.StreamID]string, len(streams))
+	for _, s := range streams {
+		col := s.String()
+		if nodes[s.Node] == 1 && len(nodes) == len(streams) {
+			col = string(s.Node)
+		}
+		p.short[s] = col
+		p.streamW = max(p.streamW, utf8.RuneCountInString(col))
+	}
+	if len(streams) > 1 && p.opts.StreamColumn == StreamColumnAuto {
+		p.multi = true
 	}
 }
 
@@ -189,13 +333,27 @@ func NewPrinter(w io.Writer, opts LogOptions) *Printer {
 func (p *Printer) Stream(d frames.StreamDescriptor) {
 	if st := p.streams[d.Stream]; st != nil {
 		st.desc = d
+		st.hidden = !p.sel.streamVisible(d)
+		p.matchStream(d)
 		return
 	}
 	st := newStreamInfo(d, p.opts.Format)
-	p.streamW = max(p.streamW, len(st.name))
+	st.col, st.colW = st.name, st.nameW
+	if c, ok := p.short[d.Stream]; ok {
+		st.col, st.colW = c, utf8.RuneCountInString(c)
+	}
+	p.streamW = max(p.streamW, st.colW)
+	st.hidden = !p.sel.streamVisible(d)
+	p.matchStream(d)
+	if a, ok := p.sel.After[d.Stream]; ok {
+		st.after, st.hasAfter = a, true
+	}
 	p.streams[d.Stream] = st
-	if len(p.streams) > 1 && !p.decided {
-		p.decide() // several streams: a stream column, from the first line on
+	if !st.hidden {
+		p.seen++
+	}
+	if p.seen > 1 && p.opts.StreamColumn == StreamColumnAuto {
+		p.multi = true // a second stream: the column from now on
 	}
 }
 
@@ -207,6 +365,9 @@ func (p *Printer) Channel(d frames.ChannelDescriptor) {
 		return
 	}
 	ci := &chanInfo{desc: d, width: utf8.RuneCountInString(d.Name), visible: p.isVisible(d), kind: d.Content.Kind}
+	if !st.hidden {
+		p.matchChannel(d)
+	}
 	if p.opts.Format == FormatJSON {
 		b := append([]byte(nil), `,"channel":`...)
 		b = appendJSONString(b, d.Name)
@@ -243,14 +404,10 @@ func (p *Printer) stream(s frames.StreamID) *streamInfo {
 // isVisible is the filter decision for a channel with descriptor d (see
 // unknownVisible for one without).
 func (p *Printer) isVisible(d frames.ChannelDescriptor) bool {
+	if selected, ok := p.sel.channelSelected(d); ok {
+		return selected
+	}
 	switch {
-	case len(p.opts.Channels) > 0:
-		for _, f := range p.opts.Channels {
-			if f.Match(d) {
-				return true
-			}
-		}
-		return false
 	case p.opts.All:
 		return true
 	}
@@ -265,14 +422,30 @@ func (p *Printer) Item(it Item) {
 		return
 	}
 	st := p.stream(it.Stream)
+	if st.hidden {
+		return
+	}
+	if st.hasAfter && !st.checked {
+		switch it.Kind {
+		case ItemGap:
+			p.checkTrimmed(st, it.Gap.From)
+		case ItemFrame, ItemLate, ItemConflict:
+			p.checkTrimmed(st, it.Frame.Position)
+		}
+	}
 	switch it.Kind {
 	case ItemGap:
+		g, ok := p.clipGap(st, it.Gap)
+		if !ok {
+			return
+		}
 		p.losses.Gaps++
-		p.losses.MissingFrames += it.Gap.Count
-		p.gap(st, it.Gap)
+		p.losses.MissingFrames += g.Count
+		p.lineNS = st.clockNS
+		p.gap(st, g)
 		return
 	case ItemStart:
-		p.start(st, it.Frame.Position)
+		p.startItem(st, it.Frame.Position)
 		return
 	}
 	f := &it.Frame
@@ -282,14 +455,28 @@ func (p *Printer) Item(it Item) {
 	if f.Channel == st.clockID && st.clockID != 0 && it.Kind == ItemFrame {
 		if ns, ok := decodeClock(f.Payload); ok && ns > 0 {
 			st.clockNS = ns
+			if st.untimed {
+				p.timed(st)
+			}
+			if p.startNS == 0 {
+				p.startNS = ns
+			}
 		}
 	}
+	show := p.shows(st, f.Position)
+	if it.Kind == ItemFrame && (!st.consumed || f.Position > st.cursor) && !p.beyond(st, f.Position) {
+		st.cursor, st.consumed = f.Position, true
+	}
+	p.lineNS = st.clockNS
 	if st.hasHealth && f.Channel == st.healthID && it.Kind != ItemConflict {
-		if d, ok := st.drops.health(f.Position, f.Payload, st.fromStart, it.Kind == ItemLate); ok {
+		if d, ok := st.drops.health(f.Position, f.Payload, st.fromStart, it.Kind == ItemLate); ok && show {
 			p.losses.Drops++
 			p.losses.DroppedFrames += d.Frames
 			p.drop(st, d)
 		}
+	}
+	if !show {
+		return
 	}
 	ci := st.channel(f.Channel)
 	if ci == nil && !p.unknownVisible || ci != nil && !ci.visible {
@@ -297,10 +484,14 @@ func (p *Printer) Item(it Item) {
 	}
 	switch p.opts.Format {
 	case FormatCat:
-		if len(p.opts.Channels) > 0 || ci != nil && ci.kind == frames.KindTextStream {
+		if len(p.sel.Channels)+len(p.sel.Contents) > 0 || ci != nil && ci.kind == frames.KindTextStream {
 			p.write(f.Payload)
 		}
 	case FormatJSON:
+		if !p.opts.JSONFrames && ci != nil && ci.kind == frames.KindTextStream && it.Kind == ItemFrame {
+			p.textFrame(st, ci, it.Kind, f)
+			return
+		}
 		p.jsonFrame(st, ci, it.Kind, f)
 	default:
 		p.textFrame(st, ci, it.Kind, f)
@@ -375,10 +566,16 @@ func (p *Printer) Damage(file string, offset, end int64, torn bool, err error) {
 		p.line = appendJSONString(p.line, msg)
 		p.line = append(p.line, "}}\n"...)
 	default:
-		p.line = append(p.line[:0], "     !  "...)
-		p.line = appendPadded(p.line, "damage", p.nameW)
+		p.line = append(p.line[:0], "     "...)
+		p.line = p.appendStyled(p.line, styleDamage, "!")
 		p.line = append(p.line, "  "...)
-		p.line = append(p.line, file...)
+		p.line = p.appendTime(p.line)
+		p.grepFrom = -1
+		p.line = p.appendStyled(p.line, styleDamage, "damage")
+		p.line = appendPad(p.line, p.nameW-len("damage"))
+		p.line = append(p.line, "  "...)
+		p.line = append(p.line, p.on(styleDamage)...)
+		p.line = appendEscaped(p.line, []byte(file), true)
 		if torn {
 			p.line = append(p.line, ": torn tail at byte "...)
 			p.line = strconv.AppendInt(p.line, offset, 10)
@@ -395,6 +592,7 @@ func (p *Printer) Damage(file string, offset, end int64, torn bool, err error) {
 			p.line = append(p.line, ": "...)
 			p.line = appendEscaped(p.line, []byte(msg), true)
 		}
+		p.line = append(p.line, p.off(styleDamage)...)
 		p.line = append(p.line, '\n')
 		p.out(nil, p.line)
 		return
@@ -427,16 +625,14 @@ func (p *Printer) EndStream(s frames.StreamID) {
 	clear(p.pending[len(keep):])
 	p.pending = keep
 	st.lines = nil
-	if p.decided {
-		// Nothing is left to print of it: forget it, so that a capture of
-		// very many streams costs memory for the live ones only. A later
-		// copy of the stream comes with its header, which declares it
-		// again. (Until the columns are decided, the streams seen are
-		// counted here.)
-		delete(p.streams, s)
-		if p.last == st {
-			p.last = nil
-		}
+	// Nothing is left to print of it: forget it, so that a capture of very
+	// many streams costs memory for the live ones only (its cursor
+	// excepted). A later copy of the stream comes with its header, which
+	// declares it again.
+	p.forget(st)
+	delete(p.streams, s)
+	if p.last == st {
+		p.last = nil
 	}
 }
 
@@ -449,17 +645,25 @@ func (p *Printer) Close() error {
 		pl.ch.line, pl.st.lines = nil, nil
 	}
 	p.pending = nil
-	p.decide()
 	if p.err == nil {
 		p.err = p.w.Flush()
 	}
 	return p.err
 }
 
+// FlushPartials prints the unfinished lines held so far, as they are (a
+// live input that has been quiet for a while: its last line is shown
+// before its newline arrives); the rest of such a line, when it comes, is
+// printed as a line of its own. It does not flush the output.
+func (p *Printer) FlushPartials() {
+	for _, pl := range p.pending {
+		p.flushPartial(pl)
+	}
+}
+
 // Flush writes buffered output without closing unfinished lines (the
 // columns are fixed by the streams seen so far).
 func (p *Printer) Flush() error {
-	p.decide()
 	if p.err == nil {
 		p.err = p.w.Flush()
 	}
@@ -472,22 +676,17 @@ func (p *Printer) write(b []byte) {
 	}
 }
 
-// out writes one text-format line of stream st (nil: no stream). Until the
-// printer knows whether the input holds more than one stream, lines are
-// held back (up to maxUndecided bytes), so that every line gets the same
-// columns: a stream column leads each line when there are several streams.
+// out writes one text-format line of stream st (nil: no stream), unless
+// -g hides it: a stream column leads it when the printer knows of more
+// than one stream (LogOptions.StreamColumn).
 func (p *Printer) out(st *streamInfo, line []byte) {
-	if !p.decided {
-		p.held = append(p.held, heldLine{st: st, line: bytes.Clone(line)})
-		p.heldBytes += len(line)
-		if p.heldBytes >= maxUndecided {
-			p.decide()
-		}
+	if p.sel.Grep != nil && p.grepFrom >= 0 && p.grepFrom < len(line) && !p.sel.Grep.Match(line[p.grepFrom:len(line)-1]) {
 		return
 	}
+	p.prevNS = p.lineNS
 	if p.multi {
 		if st != nil {
-			p.col = appendPad(append(p.col[:0], st.name...), p.streamW-st.nameW)
+			p.col = p.appendStreamColumn(p.col[:0], st) // escaped, coloured, padded
 		} else {
 			p.col = appendPad(append(p.col[:0], '-'), p.streamW-1)
 		}
@@ -497,37 +696,18 @@ func (p *Printer) out(st *streamInfo, line []byte) {
 	p.write(line)
 }
 
-// decide fixes the columns and prints the held lines.
-func (p *Printer) decide() {
-	if p.decided {
-		return
-	}
-	p.decided, p.multi = true, len(p.streams) > 1
-	for _, h := range p.held {
-		p.out(h.st, h.line)
-	}
-	p.held, p.heldBytes = nil, 0
-}
-
-// maxUndecided bounds the output held back before the first line is
-// printed; past it, the columns are fixed by the streams seen so far.
-const maxUndecided = 1 << 20
-
-type heldLine struct {
-	st   *streamInfo
-	line []byte
-}
-
 // prefix starts p.line with the position and channel columns of a line of
 // channel id (ci nil: a channel without a descriptor, shown as #id).
 func (p *Printer) prefix(pos frames.Position, ci *chanInfo, id frames.ChannelID) {
 	n := decimalLen(uint64(pos))
 	p.line = appendPad(p.line[:0], 6-n) // right-aligned in 6 columns
+	p.line = append(p.line, p.on(stylePosition)...)
 	p.line = appendDecimal(p.line, uint64(pos), n)
+	p.line = append(p.line, p.off(stylePosition)...)
 	p.line = append(p.line, "  "...)
+	p.line = p.appendTime(p.line)
 	if ci != nil {
-		p.line = append(p.line, ci.desc.Name...)
-		p.line = appendPad(p.line, p.nameW-ci.width)
+		p.line = p.appendChannel(p.line, ci) // escaped, styled, padded
 	} else {
 		n := len(p.line)
 		p.line = append(p.line, '#')
@@ -535,12 +715,18 @@ func (p *Printer) prefix(pos frames.Position, ci *chanInfo, id frames.ChannelID)
 		p.line = appendPad(p.line, p.nameW-(len(p.line)-n))
 	}
 	p.line = append(p.line, "  "...)
+	p.grepFrom = len(p.line)
 }
 
 // lossPrefix starts p.line with the columns of a gap or drop line.
 func (p *Printer) lossPrefix(what string) {
-	p.line = append(p.line[:0], "     ~  "...)
-	p.line = appendPadded(p.line, what, p.nameW)
+	p.line = append(p.line[:0], "     "...)
+	p.line = p.appendStyled(p.line, lossStyle(what), "~")
+	p.line = append(p.line, "  "...)
+	p.line = p.appendTime(p.line)
+	p.grepFrom = -1
+	p.line = p.appendStyled(p.line, lossStyle(what), what)
+	p.line = appendPad(p.line, p.nameW-utf8.RuneCountInString(what))
 	p.line = append(p.line, "  "...)
 }
 
@@ -549,6 +735,9 @@ func (p *Printer) gap(st *streamInfo, g Gap) {
 	case FormatCat:
 		return
 	case FormatJSON:
+		if !p.opts.JSONFrames {
+			p.cutBefore(st, g.From, nil)
+		}
 		p.line = append(p.line[:0], st.jsonHead...)
 		p.line = append(p.line, `,"gap":{"from":`...)
 		p.line = strconv.AppendUint(p.line, uint64(g.From), 10)
@@ -560,6 +749,7 @@ func (p *Printer) gap(st *streamInfo, g Gap) {
 	default:
 		p.cutBefore(st, g.From, nil)
 		p.lossPrefix("gap")
+		p.line = append(p.line, p.on(styleLoss)...)
 		p.line = append(p.line, "positions "...)
 		p.line = strconv.AppendUint(p.line, uint64(g.From), 10)
 		if g.To != g.From {
@@ -569,10 +759,12 @@ func (p *Printer) gap(st *streamInfo, g Gap) {
 		p.line = append(p.line, " missing ("...)
 		p.line = strconv.AppendUint(p.line, g.Count, 10)
 		if g.Count == 1 {
-			p.line = append(p.line, " frame)\n"...)
+			p.line = append(p.line, " frame)"...)
 		} else {
-			p.line = append(p.line, " frames)\n"...)
+			p.line = append(p.line, " frames)"...)
 		}
+		p.line = append(p.line, p.off(styleLoss)...)
+		p.line = append(p.line, '\n')
 		p.out(st, p.line)
 		return
 	}
@@ -607,6 +799,9 @@ func (p *Printer) drop(st *streamInfo, d Drop) {
 	case FormatCat:
 		return
 	case FormatJSON:
+		if !p.opts.JSONFrames {
+			p.cutBefore(st, d.Before, nil)
+		}
 		p.line = append(p.line[:0], st.jsonHead...)
 		p.line = append(p.line, `,"dropped":{"before":`...)
 		p.line = strconv.AppendUint(p.line, uint64(d.Before), 10)
@@ -625,6 +820,7 @@ func (p *Printer) drop(st *streamInfo, d Drop) {
 	default:
 		p.cutBefore(st, d.Before, nil)
 		p.lossPrefix("dropped")
+		p.line = append(p.line, p.on(styleLoss)...)
 		p.line = strconv.AppendUint(p.line, d.Frames, 10)
 		if d.Frames == 1 {
 			p.line = append(p.line, " frame before position "...)
@@ -634,7 +830,9 @@ func (p *Printer) drop(st *streamInfo, d Drop) {
 		p.line = strconv.AppendUint(p.line, uint64(d.Before), 10)
 		p.line = append(p.line, " ("...)
 		p.line = appendEscaped(p.line, []byte(d.Reason), true)
-		p.line = append(p.line, ")\n"...)
+		p.line = append(p.line, ')')
+		p.line = append(p.line, p.off(styleLoss)...)
+		p.line = append(p.line, '\n')
 		p.out(st, p.line)
 	}
 }
@@ -674,7 +872,8 @@ func (p *Printer) flushPartial(pl *partial) {
 // printPartial prints a held partial line as it is and empties it; what
 // follows it on its channel, up to a newline, is the rest of a cut line.
 func (p *Printer) printPartial(pl *partial) {
-	if !pl.cut || !blankLine(pl.buf) {
+	p.lineLast, p.lineNL, p.lineNS = pl.last, false, pl.ns
+	if !pl.cut || !blankLine(pl.buf) || p.opts.Format == FormatJSON {
 		p.printText(pl.st, pl.ch, pl.ch.desc.ID, pl.pos, pl.buf, "")
 	}
 	pl.buf, pl.cut = pl.buf[:0], true
@@ -704,7 +903,12 @@ func (p *Printer) textFrame(st *streamInfo, ci *chanInfo, kind ItemKind, f *fram
 		p.line = append(p.line, note...)
 		ok := false
 		if ci != nil && ci.kind == frames.KindJSONRecord {
-			p.line, ok = appendCompactJSON(p.line, f.Payload)
+			n := len(p.line)
+			if p.line, ok = appendCompactJSON(p.line, f.Payload); ok {
+				// JSON strings may hold bidi controls and C1 characters:
+				// they never reach the terminal raw.
+				p.line = appendTerminalSafe(p.line, n)
+			}
 		}
 		if !ok {
 			p.line = appendEscaped(p.line, f.Payload, true)
@@ -733,8 +937,9 @@ func (p *Printer) textFrame(st *streamInfo, ci *chanInfo, kind ItemKind, f *fram
 				st.lines = append(st.lines, pl)
 			}
 			if len(pl.buf) == 0 {
-				pl.pos = pos
+				pl.pos, pl.ns = pos, st.clockNS
 			}
+			pl.last = f.Position
 			pl.buf = append(pl.buf, data...)
 			if len(pl.buf) >= maxLine {
 				p.flushPartial(pl)
@@ -743,17 +948,20 @@ func (p *Printer) textFrame(st *streamInfo, ci *chanInfo, kind ItemKind, f *fram
 		}
 		line := data[:i]
 		cut := false
+		ns := st.clockNS
 		if pl != nil {
 			if len(pl.buf) > 0 {
 				pl.buf = append(pl.buf, line...)
 				line = pl.buf
+				ns = pl.ns
 			}
 			cut, pl.cut = pl.cut, false
 		}
-		if !cut || !blankLine(line) {
+		if !cut || !blankLine(line) || p.opts.Format == FormatJSON {
 			// One text line, after the held partial lines of the
 			// stream's other channels that started before it.
 			p.cutBefore(st, pos, pl)
+			p.lineLast, p.lineNL, p.lineNS = f.Position, true, ns
 			p.printText(st, ci, f.Channel, pos, line, "")
 		}
 		if pl != nil {
@@ -766,12 +974,16 @@ func (p *Printer) textFrame(st *streamInfo, ci *chanInfo, kind ItemKind, f *fram
 
 // printText prints one text line as it is.
 func (p *Printer) printText(st *streamInfo, ci *chanInfo, id frames.ChannelID, pos frames.Position, line []byte, note string) {
+	if p.opts.Format == FormatJSON {
+		p.jsonText(st, ci, pos, line)
+		return
+	}
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1] // CRLF is a line end
 	}
 	p.prefix(pos, ci, id)
 	p.line = append(p.line, note...)
-	if b, ok := appendEscapedText(p.line, line); ok {
+	if b, ok := p.appendText(p.line, line, true); ok {
 		p.line = append(b, '\n')
 		p.out(st, p.line)
 		return
@@ -805,12 +1017,24 @@ func (p *Printer) printText(st *streamInfo, ci *chanInfo, id frames.ChannelID, p
 func (p *Printer) textLine(st *streamInfo, ci *chanInfo, id frames.ChannelID, pos frames.Position, line []byte, note string) {
 	p.prefix(pos, ci, id)
 	p.line = append(p.line, note...)
-	p.line = appendEscaped(p.line, line, false)
+	p.line, _ = p.appendText(p.line, line, false)
 	p.line = append(p.line, '\n')
 	p.out(st, p.line)
 }
 
 func (p *Printer) jsonFrame(st *streamInfo, ci *chanInfo, kind ItemKind, f *frames.Frame) {
+	if !p.opts.JSONFrames {
+		// Lines of text channels are joined across frames: what comes
+		// after a line's start is printed after it.
+		var except *partial
+		if ci != nil {
+			except = ci.line
+		}
+		p.cutBefore(st, f.Position, except)
+	}
+	if p.sel.Grep != nil && !p.sel.Grep.Match(f.Payload) {
+		return
+	}
 	b := append(p.line[:0], st.jsonHead...)
 	b = append(b, `,"position":`...)
 	b = strconv.AppendUint(b, uint64(f.Position), 10)
@@ -935,12 +1159,17 @@ func printable8(x uint64) bool {
 	return ((x-0x20*lanes01)&^x|(x+lanes01)|x)&lanes80 == 0
 }
 
-// appendEscaped appends payload with every byte a terminal would act on or
-// that is not valid UTF-8 shown as \xNN, so that raw bytes are visible and
-// nothing reaches the terminal as a control sequence. Tabs are kept unless
-// all is set (then everything but printable text is escaped).
+// appendEscaped appends payload with everything a terminal would act on
+// shown visibly (the rules in terminal.go: controls and bytes that are not
+// UTF-8 as \xNN, bidirectional controls as \uNNNN), so that raw bytes are
+// visible and nothing reaches the terminal as a control sequence. Tabs are
+// kept unless all is set (then everything but printable text is escaped).
 func appendEscaped(b, payload []byte, all bool) []byte {
-	b, _ = appendEscapedStop(b, payload, all, false)
+	var flags escapeFlags
+	if all {
+		flags = escapeTab
+	}
+	b, _, _ = appendTerminal(b, payload, flags)
 	return b
 }
 
@@ -948,44 +1177,8 @@ func appendEscaped(b, payload []byte, all bool) []byte {
 // it has no CR: at a CR it stops and returns false, with b extended by what
 // precedes the CR.
 func appendEscapedText(b, line []byte) ([]byte, bool) {
-	return appendEscapedStop(b, line, false, true)
-}
-
-func appendEscapedStop(b, payload []byte, all, stopCR bool) ([]byte, bool) {
-	for i := 0; i < len(payload); {
-		c := payload[i]
-		if c >= 0x20 && c < 0x7f {
-			j := i + 1
-			for j+8 <= len(payload) && printable8(load64(payload, j)) {
-				j += 8
-			}
-			for j < len(payload) && payload[j] >= 0x20 && payload[j] < 0x7f {
-				j++
-			}
-			b = append(b, payload[i:j]...)
-			i = j
-			continue
-		}
-		if c == '\t' && !all {
-			b = append(b, c)
-			i++
-			continue
-		}
-		if c == '\r' && stopCR {
-			return b, false
-		}
-		if c >= 0x80 {
-			r, n := utf8.DecodeRune(payload[i:])
-			if r != utf8.RuneError && !(r >= 0x80 && r < 0xa0) {
-				b = append(b, payload[i:i+n]...)
-				i += n
-				continue
-			}
-		}
-		b = append(b, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
-		i++
-	}
-	return b, true
+	b, ok, _ := appendTerminal(b, line, stopAtCR)
+	return b, ok
 }
 
 const hexDigits = "0123456789abcdef"

@@ -130,7 +130,7 @@ func TestLogCatIsByteExact(t *testing.T) {
 }
 
 func TestLogJSON(t *testing.T) {
-	got := printItems(t, LogOptions{Format: FormatJSON},
+	got := printItems(t, LogOptions{Format: FormatJSON, JSONFrames: true},
 		on(3, 0, `{"unix_ns":1732953600123456789,"mono_ns":0}`),
 		on(2, 1, "gcc -c foo.c\n"),
 		on(1, 2, res0),
@@ -200,7 +200,12 @@ func escapeByByte(b, payload []byte, all bool) []byte {
 			continue
 		case c >= 0x80:
 			r, n := utf8.DecodeRune(payload[i:])
-			if r != utf8.RuneError && !(r >= 0x80 && r < 0xa0) {
+			if r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 { // bidi controls: \uNNNN (terminal.go)
+				b = fmt.Appendf(b, `\u%04x`, r)
+				i += n
+				continue
+			}
+			if n > 1 && r >= 0xa0 {
 				b = append(b, payload[i:i+n]...)
 				i += n
 				continue
@@ -449,7 +454,7 @@ func FuzzDecodeClock(f *testing.F) {
 // with each reading.
 func TestLogJSONTimePerStream(t *testing.T) {
 	var out bytes.Buffer
-	p := NewPrinter(&out, LogOptions{Format: FormatJSON})
+	p := NewPrinter(&out, LogOptions{Format: FormatJSON, JSONFrames: true})
 	s2 := frames.StreamID{Node: "node-beta", Life: 2}
 	for _, s := range []frames.StreamID{S, s2} {
 		p.Channel(frames.ChannelDescriptor{Stream: s, ID: 1, Name: "datastream.clock", Content: frames.JSONRecord("datastream.clock")})
@@ -528,8 +533,8 @@ func TestLogChannelIDs(t *testing.T) {
 	js := run(FormatJSON)
 	for _, want := range []string{
 		`"position":0,"channel":null,"channel_id":4294967295,"content":null,"bytes_b64":"eAo="}`,
-		`"position":1234567,"channel":"big","channel_id":4294967295,"content":"TextStream","text":"jo"}`,
-		`"position":1234570,"channel":"small","channel_id":7,"content":"TextStream","text":"seven\n"}`,
+		`"position":1234567,"last_position":1234567,"channel":"big","channel_id":4294967295,"content":"TextStream","text":"jo","partial":true}`,
+		`"position":1234570,"last_position":1234570,"channel":"small","channel_id":7,"content":"TextStream","text":"seven\n"}`,
 	} {
 		if !strings.Contains(js, want) {
 			t.Errorf("--json lacks %s:\n%s", want, js)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
@@ -62,6 +63,22 @@ type ScanOptions struct {
 	// before this input offset (segments.ReaderOptions.SkipBefore): ds
 	// tail reads a segment's header and its last blocks only.
 	SkipBefore int64
+	// IdleAfter is how long the input must stay quiet, with everything it
+	// had handed over, before a sink that is an [Idler] gets Idle(true):
+	// ds uses 300 ms for live inputs (pipes, -f), so that a partial last
+	// line shows. 0 means never.
+	IdleAfter time.Duration
+}
+
+// Idler is implemented by sinks that want to know when their input has
+// paused. [Scan] and [Merge] call Idle(false) when they have handed over
+// everything the input had so far (the reader waits for more: write out
+// what was printed), and Idle(true) when, after that, the input stayed
+// quiet for ScanOptions.IdleAfter or MergeOptions.IdleAfter (show what is
+// held back, such as a line without its newline yet). Idle is called on
+// the goroutine that calls the sink's other methods, between them.
+type Idler interface {
+	Idle(quiet bool)
 }
 
 // Scan reads one capture from r and reports everything in it to sink. It
@@ -79,20 +96,44 @@ type ScanOptions struct {
 // entries ahead of the sink (at most scanBatches batches of about 1 MiB of
 // payloads and scanBatchItems entries each), so that a view renders while
 // the next blocks are decoded. A batch is handed over as soon as the
-// reader has nothing more buffered, so that a live pipe's frames reach the
-// sink as they arrive.
+// reader asks for more input, so that a live pipe's frames reach the
+// sink as they arrive; a sink that is an [Idler] is then told (see
+// [ScanOptions].IdleAfter). When ctx ends, Scan returns at once, even if
+// the reader is blocked reading r (it stops at its next read).
 func Scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink) error {
-	sr := segments.NewReader(r, segments.ReaderOptions{Follow: opts.Follow, Context: ctx, MaxRecordSize: opts.MaxRecordSize, Offset: opts.Offset, SkipBefore: opts.SkipBefore, SkipSummaries: true})
-	full := make(chan *scanBatch, scanBatches)
-	free := make(chan *scanBatch, scanBatches)
+	return scan(ctx, r, opts, sink, false)
+}
+
+// scan is [Scan], and with anyFormat [ScanAny].
+func scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink, anyFormat bool) error {
+	feed := &batchFeed{r: r, full: make(chan *scanBatch, scanBatches), free: make(chan *scanBatch, scanBatches), stop: make(chan struct{})}
 	for range scanBatches {
-		free <- &scanBatch{}
+		feed.free <- &scanBatch{}
 	}
-	stop := make(chan struct{})
-	defer close(stop)
-	go readBatches(sr, full, free, stop)
+	full := feed.full
+	defer close(feed.stop)
+	go readBatches(ctx, feed, opts, anyFormat)
 	var d damageRuns
-	for b := range full {
+	idler, _ := sink.(Idler)
+	drained := true // the reader asked for input after the last batch (before the first, too)
+	for {
+		var b *scanBatch
+		select {
+		case b = <-full:
+		default:
+			if idler != nil && drained {
+				idler.Idle(false)
+			}
+			var err error
+			if b, err = nextBatch(ctx, full, idler, drained, opts.IdleAfter); err != nil {
+				d.flush(sink, false)
+				return err
+			}
+		}
+		if b == nil {
+			return nil // unreachable: the reader ends with a terminal item
+		}
+		drained = b.drained
 		for i := range b.items {
 			it := &b.items[i]
 			if it.err != nil {
@@ -124,9 +165,33 @@ func Scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink) error {
 			}
 		}
 		b.items, b.arena = b.items[:0], b.arena[:0]
-		free <- b
+		feed.free <- b
 	}
-	return nil // unreachable: the reader ends with a terminal item
+}
+
+// nextBatch waits for the reader's next batch (nil once it is done) or
+// for ctx to end. After a drained batch, an idler that waits idleAfter
+// (> 0) for it gets Idle(true).
+func nextBatch(ctx context.Context, full chan *scanBatch, idler Idler, drained bool, idleAfter time.Duration) (*scanBatch, error) {
+	if idler != nil && drained && idleAfter > 0 {
+		t := time.NewTimer(idleAfter)
+		select {
+		case b := <-full:
+			t.Stop()
+			return b, nil
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+			idler.Idle(true)
+		}
+	}
+	select {
+	case b := <-full:
+		return b, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Batches of entries between the reader goroutine of [Scan] and its sink.
@@ -136,10 +201,12 @@ const (
 	scanBatchArena = 1 << 20
 )
 
-// scanBatch is entries read ahead, their payloads in arena.
+// scanBatch is entries read ahead, their payloads in arena; drained says
+// that the reader asked for more input after them.
 type scanBatch struct {
-	items []scanItem
-	arena []byte
+	items   []scanItem
+	arena   []byte
+	drained bool
 }
 
 // scanItem is one entry, or the error Next returned instead.
@@ -149,39 +216,96 @@ type scanItem struct {
 	err    error
 }
 
-// readBatches reads sr into batches until an error other than damage
-// (io.EOF included), which ends the last batch.
-func readBatches(sr *segments.Reader, full, free chan *scanBatch, stop chan struct{}) {
-	defer close(full)
+// batchFeed is the input of the reader of [Scan], and where that reader's
+// goroutine fills batches: whenever the reader asks for more input, the
+// entries read so far are handed over first (the reader has returned
+// everything it could from what it had, and may now wait, for a pipe or
+// a file followed), and so are full batches.
+type batchFeed struct {
+	r          io.Reader
+	full, free chan *scanBatch
+	stop       chan struct{}
+	b          *scanBatch // being filled; nil between batches
+}
+
+// errScanStopped ends the reader of a [Scan] that has returned.
+var errScanStopped = errors.New("views: scan stopped")
+
+// Read hands the entries read so far over, then reads r.
+func (f *batchFeed) Read(p []byte) (int, error) {
+	if f.b != nil && len(f.b.items) > 0 && !f.send(true) {
+		return 0, errScanStopped
+	}
+	return f.r.Read(p)
+}
+
+// take makes sure there is a batch to fill; false once Scan has returned.
+func (f *batchFeed) take() bool {
+	if f.b != nil {
+		return true
+	}
+	select {
+	case f.b = <-f.free:
+		return true
+	case <-f.stop:
+		return false
+	}
+}
+
+// send hands the batch over; false once Scan has returned.
+func (f *batchFeed) send(drained bool) bool {
+	f.b.drained = drained
+	select {
+	case f.full <- f.b:
+		f.b = nil
+		return true
+	case <-f.stop:
+		return false
+	}
+}
+
+// entrySource is what [Scan] reads entries from: a segments.Reader, or an
+// importer of another format ([ScanAny]). NextView returns the next
+// entry (its payload valid until the next call), a *segments.CorruptError
+// for a damaged range (not sticky), io.EOF at the end, or another error,
+// which ends the input.
+type entrySource interface {
+	NextView(e *segments.Entry) error
+}
+
+// readBatches reads the input into batches until an error other than
+// damage (io.EOF included), which ends the last batch. With anyFormat,
+// it detects the input's format first ([ScanAny]).
+func readBatches(ctx context.Context, f *batchFeed, opts ScanOptions, anyFormat bool) {
+	defer close(f.full)
+	src, err := openSource(ctx, f, opts, anyFormat)
+	if err != nil {
+		if f.take() {
+			f.b.items = append(f.b.items, scanItem{err: err})
+			f.send(false)
+		}
+		return
+	}
 	var e segments.Entry
 	for {
-		var b *scanBatch
-		select {
-		case b = <-free:
-		case <-stop:
+		err := src.NextView(&e)
+		if !f.take() {
 			return
 		}
-		for {
-			err := sr.NextView(&e)
-			it := scanItem{e: e, err: err}
-			if err == nil && e.Kind == segments.EntryFrame {
-				it.off, it.n = len(b.arena), len(e.Frame.Payload)
-				b.arena = append(b.arena, e.Frame.Payload...)
-				it.e.Frame.Payload = nil
-			}
-			b.items = append(b.items, it)
-			var ce *segments.CorruptError
-			if err != nil && !errors.As(err, &ce) {
-				full <- b // the last
-				return
-			}
-			if len(b.items) >= scanBatchItems || len(b.arena) >= scanBatchArena || sr.Buffered() == 0 {
-				break
-			}
+		b := f.b
+		it := scanItem{e: e, err: err}
+		if err == nil && e.Kind == segments.EntryFrame {
+			it.off, it.n = len(b.arena), len(e.Frame.Payload)
+			b.arena = append(b.arena, e.Frame.Payload...)
+			it.e.Frame.Payload = nil
 		}
-		select {
-		case full <- b:
-		case <-stop:
+		b.items = append(b.items, it)
+		var ce *segments.CorruptError
+		if err != nil && !errors.As(err, &ce) {
+			f.send(false) // the last
+			return
+		}
+		if (len(b.items) >= scanBatchItems || len(b.arena) >= scanBatchArena) && !f.send(false) {
 			return
 		}
 	}
@@ -337,4 +461,16 @@ func (s *LogSink) Ended(id frames.StreamID) {
 // Damage implements Sink.
 func (s *LogSink) Damage(offset, end int64, torn bool, err error) {
 	s.P.Damage(s.File, offset, end, torn, err)
+}
+
+// Idle implements [Idler]: the input has paused, so what was printed is
+// written out ([Printer.Flush]); when it has been quiet for a while
+// (quiet), the lines held unfinished are printed first, as they are
+// ([Printer.FlushPartials]). A write error is kept by the printer, for
+// Close to return.
+func (s *LogSink) Idle(quiet bool) {
+	if quiet {
+		s.P.FlushPartials()
+	}
+	s.P.Flush()
 }

@@ -3,7 +3,9 @@ package views
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,4 +67,109 @@ func TestScanLive(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// idleLog is a sink that notes frames and Idle calls, in order.
+type idleLog struct {
+	discard
+	events chan string
+}
+
+func (s *idleLog) Frame(_ frames.StreamID, f frames.Frame) { s.events <- "frame " + string(f.Payload) }
+func (s *idleLog) Idle(quiet bool) {
+	if quiet {
+		s.events <- "quiet"
+	} else {
+		s.events <- "idle"
+	}
+}
+
+// TestScanIdle: a sink that is an Idler is told when the input has handed
+// over everything it had (Idle(false)), and, with IdleAfter, when it then
+// stays quiet (Idle(true), once).
+func TestScanIdle(t *testing.T) {
+	s := frames.StreamID{Node: "live", Life: 1}
+	pr, pw := io.Pipe()
+	w, err := segments.NewWriter(pw, frames.StreamDescriptor{Stream: s}, []frames.ChannelDescriptor{{Stream: s, ID: 1, Name: "out", Content: frames.TextStream()}}, segments.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &idleLog{events: make(chan string, 100)}
+	done := make(chan error, 1)
+	go func() { done <- Scan(context.Background(), pr, ScanOptions{IdleAfter: 50 * time.Millisecond}, sink) }()
+	next := func() string {
+		select {
+		case ev := <-sink.events:
+			return ev
+		case <-time.After(10 * time.Second):
+			t.Fatal("nothing for 10 s")
+			return ""
+		}
+	}
+	closeIt := make(chan struct{})
+	go func() {
+		w.WriteFrame(frames.Frame{Channel: 1, Position: 0, Payload: []byte("a")})
+		w.Flush()
+		<-closeIt
+		w.Close()
+		pw.Close()
+	}()
+	// The header may come with its own Idle: skip Idle(false) until the frame.
+	ev := next()
+	for ev == "idle" {
+		ev = next()
+	}
+	if ev != "frame a" {
+		t.Fatalf("got %q, want the frame", ev)
+	}
+	if ev = next(); ev != "idle" {
+		t.Fatalf("after the frame: %q, want idle", ev)
+	}
+	if ev = next(); ev != "quiet" {
+		t.Fatalf("then %q, want quiet", ev)
+	}
+	select {
+	case ev := <-sink.events:
+		t.Fatalf("quiet is said once, then %q", ev)
+	case <-time.After(150 * time.Millisecond):
+	}
+	close(closeIt)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestScanFollowWhole: following a capture that is complete already hands
+// over all of it (the summary after the last entry holds nothing for the
+// sink) before waiting for more.
+func TestScanFollowWhole(t *testing.T) {
+	s := frames.StreamID{Node: "f", Life: 1}
+	capture := conformanceCapture(t, s, true, frames.Frame{Channel: 1, Position: 0, Payload: []byte("x\n")}, frames.Frame{Channel: 1, Position: 1, Payload: []byte("y\n")})
+	var c callLog
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	sink := &endSignal{callLog: &c, ended: make(chan struct{})}
+	go func() { done <- Scan(ctx, bytes.NewReader(capture), ScanOptions{Follow: true}, sink) }()
+	select {
+	case <-sink.ended:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the end of the stream was not handed over; got\n%s", c.String())
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Scan = %v, want context.Canceled", err)
+	}
+	if got := c.String(); !strings.Contains(got, `frame f#1 1 ch1 "y\n"`) {
+		t.Errorf("got\n%s", got)
+	}
+}
+
+type endSignal struct {
+	*callLog
+	ended chan struct{}
+}
+
+func (e *endSignal) Ended(s frames.StreamID) {
+	e.callLog.Ended(s)
+	close(e.ended)
 }

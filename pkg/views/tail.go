@@ -26,6 +26,10 @@ type TailOptions struct {
 	// Live says that a writer is still appending to the input: a torn
 	// tail is a record being written, neither shown nor returned.
 	Live bool
+	// Follow leaves the printer of the last pass open for the caller to
+	// go on with (ds tail -f): once the lines are written, it writes to w,
+	// and TailStats.Sink and TailStats.Resume say where to go on from.
+	Follow bool
 }
 
 // DamageRange is a damaged byte range [Offset, End) of an input.
@@ -48,6 +52,16 @@ type TailStats struct {
 	Whole bool
 	// Damage lists the damaged ranges of what was read.
 	Damage []DamageRange
+	// Cursor is the cursor of what was read to the end ([Printer.Cursor]):
+	// the last position of each stream rendered.
+	Cursor Cursor
+	// Sink is, with TailOptions.Follow, the sink of the last pass, its
+	// printer writing to w: the caller reads the input on into it from
+	// Resume, the offset of the header of the last segment (the frames
+	// shown already are duplicates, which it drops), and closes its
+	// printer when done.
+	Sink   *LogSink
+	Resume int64
 }
 
 // tailStart is how far from the end of its input [Tail] starts reading
@@ -79,7 +93,22 @@ func Tail(ctx context.Context, r io.ReaderAt, size int64, opts TailOptions, w io
 	walker := segments.NewBackWalker(cr, size)
 	from := size // the walk has found where the segments from here on start
 	segs := 0
+	var cursor Cursor
+	var last *LogSink         // Follow: the sink of the last pass
+	var lastOut *switchWriter // and what its printer writes to
+	resume := int64(0)
+	follow := func(st TailStats) TailStats {
+		if opts.Follow && last != nil {
+			lastOut.w = w
+			st.Sink, st.Resume = last, resume
+		}
+		return st
+	}
 	render := func(start int64, out io.Writer) ([]DamageRange, error) {
+		if opts.Follow {
+			lastOut = &switchWriter{w: out}
+			out = lastOut
+		}
 		p := NewPrinter(out, opts.Log)
 		sink := NewLogSink(p, opts.Log.Window)
 		sink.File, sink.Partial = opts.File, start > 0
@@ -90,6 +119,8 @@ func Tail(ctx context.Context, r io.ReaderAt, size int64, opts TailOptions, w io
 		if cerr := p.Close(); err == nil {
 			err = cerr
 		}
+		cursor = p.Cursor()
+		last = sink
 		return dc.damage, err
 	}
 	lastFrom, lastStart := int64(-1), int64(-1)
@@ -104,6 +135,9 @@ func Tail(ctx context.Context, r io.ReaderAt, size int64, opts TailOptions, w io
 				return TailStats{BytesRead: cr.n}, err
 			}
 			from = sp.Offset
+			if segs == 0 {
+				resume = from
+			}
 			segs++
 		}
 		if from == lastFrom {
@@ -123,7 +157,7 @@ func Tail(ctx context.Context, r io.ReaderAt, size int64, opts TailOptions, w io
 				return TailStats{BytesRead: cr.n}, err
 			}
 			if ring.Lines() > int64(opts.Lines) || start == 0 {
-				return TailStats{BytesRead: cr.n, Segments: segs, Whole: start == 0, Damage: damage}, ring.WriteLines(w)
+				return follow(TailStats{BytesRead: cr.n, Segments: segs, Whole: start == 0, Damage: damage, Cursor: cursor}), ring.WriteLines(w)
 			}
 			continue
 		}
@@ -134,10 +168,15 @@ func Tail(ctx context.Context, r io.ReaderAt, size int64, opts TailOptions, w io
 		if lines := count.lines(); lines > int64(opts.Lines) || start == 0 {
 			out := &lineSkipper{w: w, skip: max(0, lines-int64(opts.Lines))}
 			damage, err := render(start, out)
-			return TailStats{BytesRead: cr.n, Segments: segs, Whole: start == 0, Damage: damage}, err
+			return follow(TailStats{BytesRead: cr.n, Segments: segs, Whole: start == 0, Damage: damage, Cursor: cursor}), err
 		}
 	}
 }
+
+// switchWriter writes to w, which may change.
+type switchWriter struct{ w io.Writer }
+
+func (s *switchWriter) Write(b []byte) (int, error) { return s.w.Write(b) }
 
 // ringLines is the most lines [Tail] keeps in memory; for more, it
 // renders twice, counting, then writing.

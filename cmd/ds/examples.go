@@ -1,0 +1,106 @@
+package main
+
+// An example is one use of a command, shown under EXAMPLES in the
+// command's help (ds CMD --help, ds help CMD) and in man/ds.1.
+type example struct {
+	// Command is a shell command line as typed. A long one is split over
+	// lines that end in " \" or "|"; each line is shown as written,
+	// indented, so it must fit in 74 columns.
+	Command string
+	// Explanation says what the command does and why, in a sentence or
+	// two ending in a colon (wrapped to the help width).
+	Explanation string
+}
+
+// examples holds the examples of each command, by its path below ds
+// ("log", "completion bash"). A command that does not exist (yet) is not
+// looked up, so the table may describe commands still being built; every
+// command that exists must have at least one (TestEveryCommandHasExamples).
+var examples = map[string][]example{
+	"wrap": {
+		{"ds wrap -o run.dss -- make test",
+			"Run a command exactly as usual (same output, same exit status; signals reach it) and record its stdout, stderr and lifecycle into run.dss:"},
+		{"ds wrap -- go build -v ./...",
+			"Record under a name made of the label and the time (go-TIME.dss here), printed on stderr:"},
+		{"ds wrap --pty -o ls.dss -- ls --color=auto",
+			"Run the command on a pseudo-terminal, so that it colours and line-buffers its output as in a terminal:"},
+		{"ds wrap --backpressure -o cat.dss -- cat huge.log",
+			"Never drop output: when the capture cannot keep up, slow the command down as a pipe would:"},
+	},
+	"emit": {
+		{"journalctl -f | ds emit -c sys.journal -o j.dss",
+			"Record the lines of another program's output, one frame per line, on the channel sys.journal:"},
+		{"tail -F app.jsonl | ds emit -c app.events --content json -o app.dss",
+			"Record JSON lines as records that ds log --json, ds series and ds latest parse:"},
+	},
+	"host": {
+		{"ds host -o host.dss --interval 1s",
+			"Sample CPU, memory, network and GPUs every second into host.dss:"},
+	},
+	"log": {
+		{"ds log run.dss | grep FAIL",
+			"Print a capture, one line per text line, and keep the failures:"},
+		{"ds log -c proc.make.stderr run.dss",
+			"Show one channel (or every channel under a prefix: -c 'proc.*'):"},
+		{"ds log --cat -c proc.make.stdout run.dss > out.txt",
+			"Get back the command's stdout, byte for byte as it was written:"},
+		{"ds log --json run.dss |\n  jq -r 'select(.channel==\"proc.make.lifecycle\") | .record.event'",
+			"Lossless NDJSON for other programs; here, the lifecycle events of the command:"},
+		{"ds log -g 'error|fail' run.dss",
+			"Only the lines that match a regular expression; a pattern without capitals ignores case (smart case):"},
+		{"ds log --since -10m run.dss",
+			"Only what arrived in the last ten minutes (frame times come from the capture's datastream.clock records):"},
+		{"ds log -f captures/",
+			"Follow every capture in a directory, printing frames as their writers add them, until Ctrl-C:"},
+	},
+	"tail": {
+		{"ds tail run.dss",
+			"The last 10 lines ds log would print, read from the end of the capture (as fast for 10 GiB as for 10 KiB):"},
+		{"ds tail -n 3 --cat -c proc.make.stderr run.dss",
+			"The last 3 lines of the command's stderr, as bytes:"},
+		{"ds tail -f run.dss",
+			"Keep printing lines as ds wrap adds them to the capture, as tail -f does:"},
+		{"ds tail --cursor-file .cursor run.dss",
+			"Print only what is new since the last run with the same cursor file (for a cron job):"},
+	},
+	"info": {
+		{"ds info run.dss",
+			"What is in a capture: streams, channels, gaps, drops, damage and how the command exited, read from the segment summaries:"},
+		{"ds info --scan run.dss",
+			"The same, checking every record and its CRC instead of trusting the summaries:"},
+		{"ds info --json run.dss | jq '.streams[0].exits'",
+			"The same as one JSON document, for scripts:"},
+	},
+	"gaps": {
+		{"ds gaps run.dss",
+			"Every loss in the inputs, each with its reason (a gap in the positions, frames dropped by the writer, damaged bytes):"},
+		{"ds gaps --check run.dss",
+			"In CI: exit 1 when anything was lost, 0 otherwise:"},
+		{"ds gaps --json run.dss",
+			"The losses as NDJSON, one object per loss:"},
+	},
+	"series": {
+		{"ds series host.net --rate -o csv \\\n  --field 'interfaces.#(name==\"eth0\").rx_bytes' run.dss",
+			"A JSON channel as a time series: the bytes per second received on eth0, as CSV (--field takes gjson paths):"},
+		{"ds series host.cpu --field host.total_percent -o tsv run.dss",
+			"CPU use over time, tab-separated, for a plotting tool:"},
+	},
+	"latest": {
+		{"ds latest host.gpu run.dss",
+			"The last frame of a channel, for each stream of the inputs:"},
+		{"ds latest --json host.cpu host.mem run.dss",
+			"The last CPU and memory samples as JSON:"},
+	},
+	"completion": {
+		{"source <(ds completion bash)",
+			"Complete ds's commands, flags and files in bash (add the line to ~/.bashrc):"},
+		{"source <(ds completion zsh)",
+			"The same in zsh (add the line to ~/.zshrc, after compinit):"},
+		{"ds completion fish > ~/.config/fish/completions/ds.fish",
+			"The same in fish:"},
+	},
+	"help": {
+		{"ds help log",
+			"The usage, description, examples and options of ds log (what ds log --help prints):"},
+	},
+}

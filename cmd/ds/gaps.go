@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/ds-telemetry/ds/pkg/views"
+)
+
+func gapsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "gaps",
+		Usage:     "list every loss in captures: gaps, drops, damage, missing starts and ends",
+		UsageText: "ds gaps [--json] [--check] INPUT…",
+		Description: `Lists every loss in the inputs (capture files, or - for stdin), one line
+each, and nothing when there is none:
+
+   WHERE  KIND  WHAT
+
+WHERE is the stream (node#life), or the input's name for what concerns an
+input. KIND is one of:
+
+   damage      bytes of an input that could not be read, skipped
+   torn        the input ends inside a record (a writer killed mid-record)
+   start       the stream's first frames are not in the input: its lowest
+               position read is not 0 (a capture whose head was cut off,
+               a later file of a rotated capture)
+   gap         positions the writer assigned that are not in the input
+   dropped     submissions the writer refused (a full queue), which never
+               got a position: how many, their bytes, before which position
+               (from its datastream.health records, as ds log shows them)
+   subscriber  frame copies the writer's subscribers lost (its health
+               counters grew), before which position, by whom
+   conflict    a second, different payload for a position (the first kept)
+   unended     no StreamEnded record: the writer did not finish (it was
+               killed), so what it wrote after the last position read is
+               unknown
+   live        not a loss: the input is still being written (ds wrap holds
+               it), so a record cut short at its end is no torn tail and its
+               streams have not ended yet
+
+Input lines come first, in the order given; then each stream's, streams
+sorted by node and life, in position order (start first, unended last).
+At most ` + strconv.Itoa(views.MaxListedFindings) + ` damaged ranges, gaps, drops, subscriber drops and
+conflicts are listed; a "more" line counts the rest. When there are
+losses, one line on stderr totals them.
+
+--json prints one JSON object per line, in the shapes ds log --json gives
+losses: {"damage":{"file","offset","end","torn_tail","error"}},
+{"live":{"file"}}, and after "stream", "node", "life" one of
+"start":{"position","segment"}, "gap":{"from","to","count"},
+"dropped":{"before","frames","bytes","reason"} (bytes null when unknown),
+"subscriber_dropped":{"before","frames","subscribers":[{"name","frames"}]},
+"conflict":{"position","channel","channel_id"}, "unended":{"last_position"}
+(null without frames), or "more":{"count"}.
+
+Every record is read and its CRC checked (damage is a loss, and a segment
+summary cannot show damage inside its segment), but no payload is decoded
+except the writer's datastream.health records. Gaps, drops and damage
+concern a whole stream or input, not a channel, so there is no -c.
+
+Exit status: 0, even when there are losses, unless --check is given:
+then 1 when there is any loss (a live note is none). An input that is
+damaged (a damaged range or a torn tail) gives 3 whatever --check says;
+an input that cannot be read gives 1.`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per loss"},
+			&cli.BoolFlag{Name: "check", Usage: "exit 1 when there is any loss (3 on damage still)"},
+		},
+		Action: gapsAction,
+	}
+}
+
+func gapsAction(ctx context.Context, c *cli.Command) error {
+	limitReadMemory()
+	root := c.Root()
+	g := views.NewGaps(0)
+	err := scanInputs(ctx, c.Args().Slice(), root.Reader, root.ErrWriter, false, func(in *input) views.Sink {
+		return g.Input(in.name, in.live)
+	}, nil)
+	var st *statusError
+	if err != nil && !errors.As(err, &st) {
+		return err // a usage error: nothing was read
+	}
+	var werr error
+	if c.Bool("json") {
+		werr = g.WriteJSON(root.Writer)
+	} else {
+		werr = g.WriteText(root.Writer)
+	}
+	if werr != nil && !isEPIPE(werr) {
+		return werr
+	}
+	t := g.Totals()
+	if t.Losses() > 0 {
+		fmt.Fprintf(root.ErrWriter, "ds: %s\n", t)
+	}
+	switch {
+	case err != nil:
+		return err // exit 1 (an input could not be read) or 3 (damage)
+	case c.Bool("check") && t.Losses() > 0:
+		return &statusError{code: exitFailure}
+	}
+	return nil
+}

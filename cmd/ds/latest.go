@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/ds-telemetry/ds/pkg/views"
+)
+
+func latestCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "latest",
+		Usage:     "print the last frame of each channel (a gauge)",
+		UsageText: "ds latest [CHANNEL…] [-c CHANNEL]… [--json] INPUT…",
+		Description: `Prints the last frame (the highest position) of each channel of each
+stream of the inputs, one line per stream and channel, ordered by stream
+then channel name:
+
+   STREAM  CHANNEL  POSITION  TIME  PAYLOAD
+
+CHANNEL is an exact name or a prefix ending in .* (repeatable, as
+arguments or with -c); without one, every channel but the writer's own
+datastream.* channels. The arguments before the first one that is - or
+names an existing file are channels, the rest inputs; -c names a channel
+that could be taken for a file.
+
+TIME is the stream's latest datastream.clock reading at or before the
+frame (RFC 3339, UTC), or - when there is none. A record is printed as
+compact JSON; text without its final newline, with control bytes and
+bytes that are not UTF-8 escaped as \xNN, as ds log prints it; bytes
+escaped throughout.
+
+--json prints one object per stream and channel, keys in this order:
+"stream", "node", "life", "channel", "content", "position", "time" and
+"time_unix_ns" (null when unknown), then "record" (the parsed JSON),
+"text", or "bytes_b64" (with "invalid_json":true or "utf8":false when a
+record or text payload could not be given as such), as ds log --json.
+
+The inputs are read whole, in position order (duplicates collapsed),
+keeping only the last payload of each channel: memory does not grow with
+the input. A CHANNEL that matches no channel of the inputs is reported
+(with the channels there are) and makes the exit status 1; the others
+are still printed. Exit status 3 when an input is damaged.`,
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "show `CHANNEL` (exact name, or a prefix ending in .*); repeatable"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per stream and channel"},
+		},
+		Action: latestAction,
+	}
+}
+
+func latestAction(ctx context.Context, c *cli.Command) error {
+	limitReadMemory()
+	patterns, names := splitLatestArgs(c.Args().Slice())
+	if len(names) == 0 {
+		if len(patterns) == 0 {
+			return usagef("latest: no input given (name capture files, or - for stdin)")
+		}
+		return usagef("latest: no input given: none of %s names a file (name capture files after the channels, or - for stdin)", strings.Join(patterns, ", "))
+	}
+	patterns = append(slices.Clone(patterns), c.StringSlice("channel")...)
+	for _, p := range patterns {
+		if p == "" {
+			return usagef("latest: empty channel name")
+		}
+	}
+	root := c.Root()
+	l := views.NewLatest(views.LatestOptions{Channels: channelFilters(patterns)})
+	err := scanInputs(ctx, names, root.Reader, root.ErrWriter, false, func(*input) views.Sink { return l }, nil)
+	l.Flush()
+	write := views.WriteLatestText
+	if c.Bool("json") {
+		write = views.WriteLatestJSON
+	}
+	if werr := write(root.Writer, l.Entries()); werr != nil {
+		return writeErr(werr)
+	}
+	if un := l.Unmatched(); len(un) > 0 && onlyDamaged(err) {
+		channels, more := l.Channels()
+		for _, p := range un[:len(un)-1] {
+			fmt.Fprintf(root.ErrWriter, "ds: %v\n", noMatch("latest", p, channels, more))
+		}
+		return noMatch("latest", un[len(un)-1], channels, more)
+	}
+	return err
+}
+
+// splitLatestArgs splits ds latest's arguments into channel patterns and
+// inputs: the inputs start at the first argument that is - or names an
+// existing file or directory.
+func splitLatestArgs(args []string) (patterns, inputs []string) {
+	for i, a := range args {
+		if a == "-" {
+			return args[:i], args[i:]
+		}
+		if _, err := os.Stat(a); err == nil {
+			return args[:i], args[i:]
+		}
+	}
+	return args, nil
+}

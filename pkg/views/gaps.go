@@ -1,0 +1,932 @@
+package views
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+)
+
+// FindingKind says what a [Finding] reports.
+type FindingKind uint8
+
+const (
+	// FindingDamage is a damaged byte range of an input: bytes
+	// [Offset, End) of File could not be read and were skipped.
+	FindingDamage FindingKind = iota + 1
+	// FindingTorn is a torn tail: File ends inside a record that starts
+	// at Offset (a writer that was killed mid-record).
+	FindingTorn
+	// FindingLive is a note, not a loss: File is a capture still being
+	// written (ds wrap holds it), so where it and its streams end is not
+	// known yet; neither its tail nor its streams' missing StreamEnded
+	// records are reported.
+	FindingLive
+	// FindingStart says that the stream's first frames are not in the
+	// input: the lowest position read is Position, not 0 (a capture whose
+	// head was cut off, a later file of a rotated capture, or frames lost
+	// before the first one read). Segment is the sequence number of the
+	// stream's first segment header read: above 0 when the input begins
+	// after the writer's first segment (see [ItemStart]).
+	FindingStart
+	// FindingGap is an interior gap: positions Gap.From..Gap.To were
+	// assigned by the writer but are not in the input (see [ItemGap]).
+	FindingGap
+	// FindingDrop is a pre-position drop: submissions the writer refused
+	// (a full queue), which never got a position, read from the
+	// datastream.health record at Drop.Before (see [Drop]).
+	FindingDrop
+	// FindingSubscriberDrop says that subscribers of the writer lost
+	// Frames frame copies before Position, the datastream.health record
+	// whose counters show it (frames.Health.SubscriberDropped and
+	// Subscribers[].Dropped grew since the stream's previous record).
+	// Subscribers, when the record names them, says which lost how many.
+	// Copies lost by the subscriber that wrote this capture show as gaps
+	// too; those of other subscribers (a live reader) are not missing
+	// here.
+	FindingSubscriberDrop
+	// FindingConflict is a frame refused because another payload was
+	// already stored for its position (see [ItemConflict]): Position,
+	// ChannelID and Channel (its name, "" when not declared) are the
+	// refused frame's. The first payload is the one kept.
+	FindingConflict
+	// FindingUnended says that the stream has no StreamEnded record (and
+	// its capture is not live): its writer did not finish, so whatever it
+	// wrote after the last position read, Position, is unknown. Frames is
+	// the number of frames read of the stream; 0 means that none was read
+	// (Position is then meaningless).
+	FindingUnended
+	// FindingMore counts findings not listed (Count of them) because a
+	// [Gaps] lists at most MaxListedFindings; the totals include them. It
+	// is the last finding of its stream, or of its input (File set).
+	FindingMore
+)
+
+// String returns the kind's word in text output: "damage", "torn",
+// "live", "start", "gap", "dropped", "subscriber", "conflict", "unended",
+// "more".
+func (k FindingKind) String() string {
+	switch k {
+	case FindingDamage:
+		return "damage"
+	case FindingTorn:
+		return "torn"
+	case FindingLive:
+		return "live"
+	case FindingStart:
+		return "start"
+	case FindingGap:
+		return "gap"
+	case FindingDrop:
+		return "dropped"
+	case FindingSubscriberDrop:
+		return "subscriber"
+	case FindingConflict:
+		return "conflict"
+	case FindingUnended:
+		return "unended"
+	case FindingMore:
+		return "more"
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// IsLoss reports whether a finding of kind k is a loss; only FindingLive
+// is not.
+func (k FindingKind) IsLoss() bool { return k != FindingLive }
+
+// MaxListedFindings bounds how many damaged ranges, gaps, drops,
+// subscriber drops and conflicts a [Gaps] lists, over all inputs and
+// streams (a few MiB); past it, it counts them (see [FindingMore]).
+const MaxListedFindings = 10000
+
+// SubscriberLoss is one subscriber's part of a [FindingSubscriberDrop]:
+// Name (from the health record, cut to 64 bytes) lost Frames frame
+// copies.
+type SubscriberLoss struct {
+	Name   string `json:"name"`
+	Frames uint64 `json:"frames"`
+}
+
+// Finding is one thing ds gaps lists: a loss of an input or of a stream,
+// or a note. Which fields are set depends on Kind (see [FindingKind]);
+// File findings (damage, torn tail, live, and FindingMore with File set)
+// have a zero Stream, stream findings an empty File.
+type Finding struct {
+	Kind   FindingKind
+	File   string          // the input's name, for file findings
+	Stream frames.StreamID // the stream, for stream findings
+
+	Offset int64  // FindingDamage, FindingTorn: input offset in bytes
+	End    int64  // FindingDamage, FindingTorn: end of the range, exclusive
+	Err    string // FindingDamage, FindingTorn: what the reader said
+
+	Gap  Gap  // FindingGap
+	Drop Drop // FindingDrop (Reason cut to 64 bytes)
+
+	// Position is FindingStart's first position read, FindingConflict's
+	// position, FindingSubscriberDrop's health record, FindingUnended's
+	// last position read.
+	Position  frames.Position
+	Segment   uint64           // FindingStart
+	ChannelID frames.ChannelID // FindingConflict
+	Channel   string           // FindingConflict: the channel's name, "" when unknown
+	// Frames is FindingSubscriberDrop's frame copies lost and
+	// FindingUnended's frames read.
+	Frames      uint64
+	Subscribers []SubscriberLoss // FindingSubscriberDrop, when the record names them
+	Count       uint64           // FindingMore: findings not listed
+}
+
+// LossTotals counts the findings of a [Gaps], listed or not.
+type LossTotals struct {
+	Damaged      uint64 // damaged ranges (FindingDamage)
+	DamagedBytes int64  // their bytes
+	Torn         uint64 // torn tails (FindingTorn)
+	Live         uint64 // live inputs (FindingLive; not a loss)
+	Starts       uint64 // streams whose start is not in the input (FindingStart)
+	Gaps         uint64 // interior gaps (FindingGap)
+	Missing      uint64 // positions in them
+	Drops        uint64 // places of pre-position drops (FindingDrop)
+	Dropped      uint64 // submissions refused there
+	SubDrops     uint64 // places of subscriber drops (FindingSubscriberDrop)
+	SubDropped   uint64 // frame copies lost there
+	Conflicts    uint64 // conflicting copies refused (FindingConflict)
+	Unended      uint64 // streams without a StreamEnded record (FindingUnended)
+}
+
+// Losses returns how many losses there are: every finding but live notes.
+func (t LossTotals) Losses() uint64 {
+	return t.Damaged + t.Torn + t.Starts + t.Gaps + t.Drops + t.SubDrops + t.Conflicts + t.Unended
+}
+
+// IsDamaged reports whether an input was damaged (a damaged range or a
+// torn tail).
+func (t LossTotals) IsDamaged() bool { return t.Damaged+t.Torn > 0 }
+
+// String returns the totals in one line for people, e.g. "2 losses: 1 gap
+// (3 frames missing), 1 drop (4 frames refused)", or "no loss".
+func (t LossTotals) String() string {
+	n := t.Losses()
+	if n == 0 {
+		return "no loss"
+	}
+	var parts []string
+	add := func(ok bool, format string, args ...any) {
+		if ok {
+			parts = append(parts, fmt.Sprintf(format, args...))
+		}
+	}
+	add(t.Damaged > 0, "%s (%s)", nouns(t.Damaged, "damaged range"), nouns(uint64(t.DamagedBytes), "byte"))
+	add(t.Torn > 0, "%s", nouns(t.Torn, "torn tail"))
+	add(t.Starts > 0, "%s without %s start", nouns(t.Starts, "stream"), its(t.Starts))
+	add(t.Gaps > 0, "%s (%s missing)", nouns(t.Gaps, "gap"), nouns(t.Missing, "frame"))
+	add(t.Drops > 0, "%s (%s refused)", nouns(t.Drops, "drop"), nouns(t.Dropped, "frame"))
+	add(t.SubDrops > 0, "%s (%s lost)", nouns(t.SubDrops, "subscriber drop"), nouns(t.SubDropped, "frame copy"))
+	add(t.Conflicts > 0, "%s", nouns(t.Conflicts, "conflict"))
+	add(t.Unended > 0, "%s not ended", nouns(t.Unended, "stream"))
+	return nouns(n, "loss") + ": " + strings.Join(parts, ", ")
+}
+
+// its returns the possessive that goes with n streams.
+func its(n uint64) string {
+	if n == 1 {
+		return "its"
+	}
+	return "their"
+}
+
+// Gaps collects every loss ds gaps lists: damaged ranges and torn tails of
+// the inputs, and per stream where its start is missing, interior gaps,
+// pre-position drops, subscriber drops, conflicts, and whether it ended.
+// Read each input into the Sink [Gaps.Input] returns for it ([Scan], or
+// [Merge] for several at once); then call [Gaps.Each], [Gaps.WriteText]
+// or [Gaps.WriteJSON], and [Gaps.Totals]. A Gaps is itself the Sink of
+// its latest input (of an input named "-" when there is none).
+//
+// It rebuilds each stream with an [Assembler] and decodes only the
+// writer's datastream.health records (as [Info] does, with the same drop
+// rules, see [Drop]); no other payload is decoded or kept. A frame that
+// arrives after the gap it was in was declared (input disordered by more
+// than the reorder window) is taken out of that gap, when it is listed.
+//
+// Memory: the Assembler's (its window, and about 250 bytes per stream),
+// about 250 bytes more per stream plus its channel names, and at most
+// [MaxListedFindings] listed findings; past that, findings are counted
+// only. A Gaps is not safe for concurrent use.
+type Gaps struct {
+	asm     *Assembler
+	streams map[frames.StreamID]*gapStream
+	order   []*gapStream
+	last    *gapStream // the stream of the previous call
+	files   []*gapFile
+	listed  int
+	totals  LossTotals // of listed and unlisted findings, starts and unended excepted
+}
+
+// gapFile is an input of a [Gaps].
+type gapFile struct {
+	name   string
+	live   bool
+	damage []Finding
+	more   uint64
+}
+
+// gapStream is what a [Gaps] keeps of one stream.
+type gapStream struct {
+	id        frames.StreamID
+	names     map[frames.ChannelID]string // the first descriptor's name, by id
+	health    frames.ChannelID            // of datastream.health, when hasHealth
+	hasHealth bool
+	firstSeq  uint64 // of the first segment header read
+	headers   bool   // a segment header was read
+	live      bool   // its latest segment header was in a live input
+	ended     bool   // a StreamEnded record was read
+	fromStart bool   // position 0 was read
+	n         uint64 // frames read, in order or late
+	low, high frames.Position
+	drops     dropTracker
+	subs      subscriberTracker
+	gaps      []Gap     // listed gaps, ascending
+	found     []Finding // other listed findings, in the order found
+	more      uint64    // findings not listed
+}
+
+// NewGaps returns an empty collector with the given reorder window per
+// stream, in bytes (0: DefaultWindow; see [AssemblerOptions]).
+func NewGaps(window int) *Gaps {
+	g := &Gaps{streams: make(map[frames.StreamID]*gapStream)}
+	g.asm = NewAssembler(window, g.item)
+	return g
+}
+
+// Input adds an input named name, listed after those added before, and
+// returns the Sink to read it into; its damage is listed under its name.
+// live says that a writer is still writing it: a FindingLive note is
+// listed for it, and a stream whose latest segment header read is in it
+// is not reported unended. The Sinks of several inputs may be fed in any
+// interleaving, but not concurrently.
+func (g *Gaps) Input(name string, live bool) Sink {
+	f := &gapFile{name: name, live: live}
+	g.files = append(g.files, f)
+	if live {
+		g.totals.Live++
+	}
+	return gapsInput{g, f}
+}
+
+// File is [Gaps.Input] for inputs read one after the other into the Gaps
+// itself: it adds an input, which the Gaps's own Sink methods then
+// receive.
+func (g *Gaps) File(name string, live bool) { g.Input(name, live) }
+
+// file returns the latest input.
+func (g *Gaps) file() *gapFile {
+	if len(g.files) == 0 {
+		g.Input("-", false)
+	}
+	return g.files[len(g.files)-1]
+}
+
+// gapsInput is the Sink of one input of a Gaps.
+type gapsInput struct {
+	g *Gaps
+	f *gapFile
+}
+
+func (in gapsInput) Header(h SegmentHeader)                  { in.g.header(h, in.f) }
+func (in gapsInput) Channel(d frames.ChannelDescriptor)      { in.g.Channel(d) }
+func (in gapsInput) Frame(s frames.StreamID, f frames.Frame) { in.g.Frame(s, f) }
+func (in gapsInput) Ended(s frames.StreamID)                 { in.g.Ended(s) }
+func (in gapsInput) Damage(offset, end int64, torn bool, err error) {
+	in.g.damage(in.f, offset, end, torn, err)
+}
+
+func (g *Gaps) stream(s frames.StreamID) *gapStream {
+	if st := g.last; st != nil && st.id == s {
+		return st
+	}
+	st := g.streams[s]
+	if st == nil {
+		st = &gapStream{id: s}
+		g.streams[s] = st
+		g.order = append(g.order, st)
+	}
+	g.last = st
+	return st
+}
+
+// Header implements [Sink], for the latest input.
+func (g *Gaps) Header(h SegmentHeader) { g.header(h, g.file()) }
+
+// header records a segment header read in input f.
+func (g *Gaps) header(h SegmentHeader, f *gapFile) {
+	st := g.stream(h.Stream.Stream)
+	if !st.headers {
+		st.headers, st.firstSeq = true, h.Seq
+	}
+	st.live = f.live
+	for _, c := range h.Channels {
+		g.Channel(c)
+	}
+	g.asm.Segment(h.Stream.Stream, h.Seq)
+}
+
+// Segment is Header for a writer's first segment (sequence number 0).
+func (g *Gaps) Segment(d frames.StreamDescriptor, channels []frames.ChannelDescriptor) {
+	g.Header(SegmentHeader{Stream: d, Channels: channels})
+}
+
+// Channel implements [Sink]; the first descriptor of an id wins.
+func (g *Gaps) Channel(d frames.ChannelDescriptor) {
+	st := g.stream(d.Stream)
+	if _, ok := st.names[d.ID]; ok {
+		return
+	}
+	if st.names == nil {
+		st.names = make(map[frames.ChannelID]string)
+	}
+	st.names[d.ID] = clip(d.Name)
+	if d.Name == frames.HealthChannel && !st.hasHealth {
+		st.health, st.hasHealth = d.ID, true
+	}
+}
+
+// Frame implements [Sink].
+func (g *Gaps) Frame(s frames.StreamID, f frames.Frame) { g.asm.Add(s, f) }
+
+// Ended implements [Sink]: an ended stream has no more to come, so what
+// it holds is flushed.
+func (g *Gaps) Ended(s frames.StreamID) {
+	g.stream(s).ended = true
+	g.asm.FlushStream(s)
+}
+
+// Damage implements [Sink], for the latest input.
+func (g *Gaps) Damage(offset, end int64, torn bool, err error) {
+	g.damage(g.file(), offset, end, torn, err)
+}
+
+// damage records a damaged range of input f.
+func (g *Gaps) damage(f *gapFile, offset, end int64, torn bool, err error) {
+	k := FindingDamage
+	if torn {
+		k = FindingTorn
+		g.totals.Torn++
+	} else {
+		g.totals.Damaged++
+		g.totals.DamagedBytes += end - offset
+	}
+	if !g.list() {
+		f.more++
+		return
+	}
+	d := Finding{Kind: k, File: f.name, Offset: offset, End: end}
+	if err != nil {
+		d.Err = err.Error()
+	}
+	f.damage = append(f.damage, d)
+}
+
+// list reports whether one more finding may be listed, counting it.
+func (g *Gaps) list() bool {
+	if g.listed >= MaxListedFindings {
+		return false
+	}
+	g.listed++
+	return true
+}
+
+// add lists a stream finding, or counts it.
+func (g *Gaps) add(st *gapStream, f Finding) {
+	if !g.list() {
+		st.more++
+		return
+	}
+	f.Stream = st.id
+	st.found = append(st.found, f)
+}
+
+// item takes an assembled item.
+func (g *Gaps) item(it Item) {
+	st := g.stream(it.Stream)
+	switch it.Kind {
+	case ItemFrame:
+		p := it.Frame.Position
+		if st.n == 0 {
+			st.low = p
+		}
+		st.n++
+		st.high = p // in order: the highest so far
+		if p == 0 {
+			st.fromStart = true
+		}
+		if st.hasHealth && it.Frame.Channel == st.health {
+			g.health(st, it.Frame, false)
+		}
+	case ItemLate:
+		p := it.Frame.Position
+		if st.n == 0 {
+			st.low, st.high = p, p
+		}
+		st.n++
+		st.low, st.high = min(st.low, p), max(st.high, p)
+		g.fill(st, p)
+		if st.hasHealth && it.Frame.Channel == st.health {
+			g.health(st, it.Frame, true)
+		}
+	case ItemGap:
+		g.totals.Gaps++
+		g.totals.Missing += it.Gap.Count
+		if !g.list() {
+			st.more++
+			return
+		}
+		st.gaps = append(st.gaps, it.Gap)
+	case ItemConflict:
+		g.totals.Conflicts++
+		g.add(st, Finding{Kind: FindingConflict, Position: it.Frame.Position, ChannelID: it.Frame.Channel, Channel: st.names[it.Frame.Channel]})
+	}
+}
+
+// fill takes position p, which arrived late, out of the listed gap that
+// holds it, if any.
+func (g *Gaps) fill(st *gapStream, p frames.Position) {
+	i := sort.Search(len(st.gaps), func(i int) bool { return st.gaps[i].To >= p })
+	if i == len(st.gaps) || st.gaps[i].From > p {
+		return
+	}
+	gp := &st.gaps[i]
+	g.totals.Missing--
+	switch {
+	case gp.From == gp.To:
+		st.gaps = slices.Delete(st.gaps, i, i+1)
+		g.totals.Gaps--
+		g.listed--
+		return
+	case p == gp.From:
+		gp.From++
+	case p == gp.To:
+		gp.To--
+	default:
+		hi := Gap{From: p + 1, To: gp.To, Count: uint64(gp.To - p)}
+		gp.To = p - 1
+		gp.Count = uint64(gp.To-gp.From) + 1
+		st.gaps = slices.Insert(st.gaps, i+1, hi)
+		g.totals.Gaps++
+		g.listed++ // over the bound by one at most per late frame: it only splits what is listed
+		return
+	}
+	gp.Count--
+}
+
+// health reads a datastream.health record of st at f.Position; late marks
+// one delivered out of order.
+func (g *Gaps) health(st *gapStream, f frames.Frame, late bool) {
+	if d, ok := st.drops.health(f.Position, f.Payload, st.fromStart, late); ok {
+		g.totals.Drops++
+		g.totals.Dropped += d.Frames
+		d.Reason = clip(d.Reason)
+		g.add(st, Finding{Kind: FindingDrop, Drop: d})
+	}
+	if late {
+		return // it says nothing of the counters in between
+	}
+	if n, by, ok := st.subs.health(f.Payload, st.fromStart); ok {
+		g.totals.SubDrops++
+		g.totals.SubDropped += n
+		g.add(st, Finding{Kind: FindingSubscriberDrop, Position: f.Position, Frames: n, Subscribers: by})
+	}
+}
+
+// subscriberTracker follows the subscriber drop counters of one stream's
+// health records, in position order.
+type subscriberTracker struct {
+	based bool              // the counters below are a baseline
+	total uint64            // the largest subscriber_dropped so far
+	by    map[string]uint64 // the largest Dropped so far, by subscriber
+}
+
+// maxTrackedSubscribers bounds the subscribers a stream's tracker follows
+// by name; the total covers the others.
+const maxTrackedSubscribers = 64
+
+// health reads one health record and returns the frame copies subscribers
+// lost since the previous record, and by whom, when they lost any.
+// fromStart says that the stream is seen from position 0: counters start
+// at 0; otherwise the first record read is the baseline.
+func (t *subscriberTracker) health(payload []byte, fromStart bool) (uint64, []SubscriberLoss, bool) {
+	var h struct {
+		SubscriberDropped uint64                    `json:"subscriber_dropped"`
+		Subscribers       []frames.SubscriberHealth `json:"subscribers"`
+	}
+	if json.Unmarshal(payload, &h) != nil {
+		return 0, nil, false
+	}
+	based := t.based || fromStart
+	t.based = true
+	var by []SubscriberLoss
+	var sum uint64
+	for _, s := range h.Subscribers {
+		name := clip(s.Name)
+		prev, ok := t.by[name]
+		if !ok && len(t.by) >= maxTrackedSubscribers {
+			continue
+		}
+		if t.by == nil {
+			t.by = make(map[string]uint64)
+		}
+		t.by[name] = max(prev, s.Dropped)
+		// A subscriber first seen after the baseline started at 0.
+		if (based || ok) && s.Dropped > prev {
+			by = append(by, SubscriberLoss{Name: name, Frames: s.Dropped - prev})
+			sum += s.Dropped - prev
+		}
+	}
+	prev := t.total
+	t.total = max(prev, h.SubscriberDropped)
+	if !based {
+		return 0, nil, false
+	}
+	n := max(t.total-prev, sum)
+	if n == 0 {
+		return 0, nil, false
+	}
+	return n, by, true
+}
+
+// Totals flushes what is held and returns the counts of every finding,
+// listed or not.
+func (g *Gaps) Totals() LossTotals {
+	g.asm.Flush()
+	t := g.totals
+	for _, st := range g.order {
+		if st.n > 0 && st.low > 0 {
+			t.Starts++
+		}
+		if !st.ended && !st.live {
+			t.Unended++
+		}
+	}
+	return t
+}
+
+// Each flushes what is held and calls fn with every finding, in report
+// order, until fn returns an error, which Each returns: first each input's
+// (in the order given: a live note, then damaged ranges and torn tails in
+// offset order), then each stream's, streams sorted by node then life:
+// its start, then gaps, drops, subscriber drops and conflicts by position
+// (a gap by its first position, a drop by the position it comes before,
+// and drops before what is at the same position), then whether it
+// ended, then how many were not listed. fn may keep the Finding but must
+// not modify its Subscribers.
+func (g *Gaps) Each(fn func(Finding) error) error {
+	g.asm.Flush()
+	for _, f := range g.files {
+		if f.live {
+			if err := fn(Finding{Kind: FindingLive, File: f.name}); err != nil {
+				return err
+			}
+		}
+		for _, d := range f.damage {
+			if err := fn(d); err != nil {
+				return err
+			}
+		}
+		if f.more > 0 {
+			if err := fn(Finding{Kind: FindingMore, File: f.name, Count: f.more}); err != nil {
+				return err
+			}
+		}
+	}
+	for _, st := range g.sorted() {
+		for _, f := range g.streamFindings(st) {
+			if err := fn(f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sorted returns the streams by node, then life.
+func (g *Gaps) sorted() []*gapStream {
+	order := slices.Clone(g.order)
+	slices.SortFunc(order, func(a, b *gapStream) int { return a.id.Compare(b.id) })
+	return order
+}
+
+// streamFindings returns the findings of one stream in report order.
+func (g *Gaps) streamFindings(st *gapStream) []Finding {
+	var out []Finding
+	if st.n > 0 && st.low > 0 {
+		out = append(out, Finding{Kind: FindingStart, Stream: st.id, Position: st.low, Segment: st.firstSeq})
+	}
+	mid := make([]Finding, 0, len(st.gaps)+len(st.found))
+	for _, gp := range st.gaps {
+		mid = append(mid, Finding{Kind: FindingGap, Stream: st.id, Gap: gp})
+	}
+	mid = append(mid, st.found...)
+	slices.SortStableFunc(mid, func(a, b Finding) int {
+		pa, pb := a.at(), b.at()
+		switch {
+		case pa < pb:
+			return -1
+		case pa > pb:
+			return 1
+		}
+		return a.before() - b.before()
+	})
+	out = append(out, mid...)
+	if !st.ended && !st.live {
+		out = append(out, Finding{Kind: FindingUnended, Stream: st.id, Position: st.high, Frames: st.n})
+	}
+	if st.more > 0 {
+		out = append(out, Finding{Kind: FindingMore, Stream: st.id, Count: st.more})
+	}
+	return out
+}
+
+// before returns 0 for what happened before its position (drops), 1 for
+// what is at it: at the same position, drops come first.
+func (f *Finding) before() int {
+	if f.Kind == FindingDrop || f.Kind == FindingSubscriberDrop {
+		return 0
+	}
+	return 1
+}
+
+// at returns the position a stream finding is listed at.
+func (f *Finding) at() frames.Position {
+	switch f.Kind {
+	case FindingGap:
+		return f.Gap.From
+	case FindingDrop:
+		return f.Drop.Before
+	}
+	return f.Position
+}
+
+// WriteText writes one line per finding, in [Gaps.Each] order:
+//
+//	WHERE  KIND  WHAT
+//
+// WHERE is the stream (node#life), or the input's name for damage, torn
+// tails and live notes; KIND is the kind's word ([FindingKind.String]).
+// The columns are aligned; names with control characters or bytes that
+// are not UTF-8 are quoted. Nothing is written when there is no finding.
+func (g *Gaps) WriteText(w io.Writer) error {
+	width := 0
+	g.Each(func(f Finding) error {
+		width = max(width, utf8.RuneCountInString(f.where()))
+		return nil
+	})
+	bw := bufio.NewWriter(w)
+	err := g.Each(func(f Finding) error {
+		where := f.where()
+		bw.WriteString(where)
+		bw.WriteString(strings.Repeat(" ", width-utf8.RuneCountInString(where)+2))
+		kind := f.Kind.String()
+		bw.WriteString(kind)
+		bw.WriteString(strings.Repeat(" ", len("subscriber")-len(kind)+2))
+		bw.WriteString(f.text())
+		return bw.WriteByte('\n')
+	})
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// where returns the first column of f's line: its input or its stream.
+func (f *Finding) where() string {
+	if f.File != "" {
+		return safeText(f.File)
+	}
+	return safeText(f.Stream.String())
+}
+
+// text returns what a finding says, for WriteText.
+func (f *Finding) text() string {
+	switch f.Kind {
+	case FindingDamage:
+		return fmt.Sprintf("bytes %d–%d unreadable (%s): %s", f.Offset, f.End-1, nouns(uint64(f.End-f.Offset), "byte"), safeText(f.Err))
+	case FindingTorn:
+		return fmt.Sprintf("torn tail at byte %d: the input ends inside a record (its writer stopped mid-record): %s", f.Offset, safeText(f.Err))
+	case FindingLive:
+		return "being written (a writer holds it): its end is not known yet; not a loss"
+	case FindingStart:
+		s := fmt.Sprintf("starts at position %d: earlier frames not in the input", f.Position)
+		if f.Segment > 0 {
+			s += fmt.Sprintf(" (it starts at the writer's segment %d)", f.Segment)
+		}
+		return s
+	case FindingGap:
+		if f.Gap.From == f.Gap.To {
+			return fmt.Sprintf("position %d missing (1 frame)", f.Gap.From)
+		}
+		return fmt.Sprintf("positions %d–%d missing (%s)", f.Gap.From, f.Gap.To, nouns(f.Gap.Count, "frame"))
+	case FindingDrop:
+		s := nouns(f.Drop.Frames, "frame")
+		if f.Drop.Bytes != nil {
+			s += fmt.Sprintf(" (%s)", nouns(*f.Drop.Bytes, "byte"))
+		}
+		return s + fmt.Sprintf(" refused before position %d (%s)", f.Drop.Before, safeText(f.Drop.Reason))
+	case FindingSubscriberDrop:
+		s := fmt.Sprintf("%s lost by subscribers before position %d", nouns(f.Frames, "frame copy"), f.Position)
+		if len(f.Subscribers) > 0 {
+			var by []string
+			for _, sl := range f.Subscribers {
+				by = append(by, fmt.Sprintf("%s: %d", safeText(sl.Name), sl.Frames))
+			}
+			s += " (" + strings.Join(by, ", ") + ")"
+		}
+		return s
+	case FindingConflict:
+		name := safeText(f.Channel)
+		if f.Channel == "" {
+			name = fmt.Sprintf("channel %d", f.ChannelID)
+		}
+		return fmt.Sprintf("position %d of %s: a different payload, refused (the first is kept)", f.Position, name)
+	case FindingUnended:
+		if f.Frames == 0 {
+			return "no StreamEnded record and no frame: its writer did not finish"
+		}
+		return fmt.Sprintf("no StreamEnded record after position %d: its writer did not finish, what followed is unknown", f.Position)
+	case FindingMore:
+		return fmt.Sprintf("%d more not listed (at most %d are)", f.Count, MaxListedFindings)
+	}
+	return ""
+}
+
+// nouns returns "1 frame", "2 frames", "1 frame copy", "2 frame copies",
+// "2 losses".
+func nouns(n uint64, what string) string {
+	switch {
+	case n == 1:
+		return "1 " + what
+	case strings.HasSuffix(what, "copy"):
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(what, "y"))
+	case strings.HasSuffix(what, "loss"):
+		return fmt.Sprintf("%d %ses", n, what)
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// safeText returns s, or s quoted when it has control characters or bytes
+// that are not UTF-8 (a node name or an error taken from input).
+func safeText(s string) string {
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ' {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// WriteJSON writes one JSON object per finding, in [Gaps.Each] order, in
+// the shapes ds log --json gives losses:
+//
+//	{"damage":{"file":F,"offset":O,"end":E,"torn_tail":false,"error":S}}
+//	{"live":{"file":F}}
+//	{"more":{"file":F,"count":N}}
+//
+// and, after "stream" (node#life), "node" and "life", one of
+//
+//	"start":{"position":P,"segment":S}
+//	"gap":{"from":F,"to":T,"count":N}
+//	"dropped":{"before":P,"frames":N,"bytes":B,"reason":R}   (bytes null when unknown)
+//	"subscriber_dropped":{"before":P,"frames":N,"subscribers":[{"name":S,"frames":N}…]}
+//	"conflict":{"position":P,"channel":NAME,"channel_id":ID}  (channel null when unknown)
+//	"unended":{"last_position":P}                              (null when no frame was read)
+//	"more":{"count":N}
+//
+// A torn tail is a "damage" object with "torn_tail":true.
+func (g *Gaps) WriteJSON(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	err := g.Each(func(f Finding) error { return enc.Encode(f.jsonValue()) })
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// The JSON shapes of WriteJSON, in field order.
+type (
+	jsonFileFinding struct {
+		Damage *jsonDamage `json:"damage,omitempty"`
+		Live   *jsonFile   `json:"live,omitempty"`
+		More   *jsonMore   `json:"more,omitempty"`
+	}
+	jsonDamage struct {
+		File     string `json:"file"`
+		Offset   int64  `json:"offset"`
+		End      int64  `json:"end"`
+		TornTail bool   `json:"torn_tail"`
+		Error    string `json:"error"`
+	}
+	jsonFile struct {
+		File string `json:"file"`
+	}
+	jsonMore struct {
+		File  string `json:"file,omitempty"`
+		Count uint64 `json:"count"`
+	}
+	jsonStreamFinding struct {
+		Stream            string              `json:"stream"`
+		Node              string              `json:"node"`
+		Life              uint64              `json:"life"`
+		Start             *jsonStart          `json:"start,omitempty"`
+		Gap               *jsonGap            `json:"gap,omitempty"`
+		Dropped           *Drop               `json:"dropped,omitempty"`
+		SubscriberDropped *jsonSubscriberDrop `json:"subscriber_dropped,omitempty"`
+		Conflict          *jsonConflict       `json:"conflict,omitempty"`
+		Unended           *jsonUnended        `json:"unended,omitempty"`
+		More              *jsonMore           `json:"more,omitempty"`
+	}
+	jsonStart struct {
+		Position frames.Position `json:"position"`
+		Segment  uint64          `json:"segment"`
+	}
+	jsonGap struct {
+		From  frames.Position `json:"from"`
+		To    frames.Position `json:"to"`
+		Count uint64          `json:"count"`
+	}
+	jsonSubscriberDrop struct {
+		Before      frames.Position  `json:"before"`
+		Frames      uint64           `json:"frames"`
+		Subscribers []SubscriberLoss `json:"subscribers"`
+	}
+	jsonConflict struct {
+		Position  frames.Position  `json:"position"`
+		Channel   *string          `json:"channel"`
+		ChannelID frames.ChannelID `json:"channel_id"`
+	}
+	jsonUnended struct {
+		LastPosition *frames.Position `json:"last_position"`
+	}
+)
+
+// jsonValue returns the value WriteJSON encodes for f.
+func (f *Finding) jsonValue() any {
+	switch f.Kind {
+	case FindingDamage, FindingTorn:
+		return jsonFileFinding{Damage: &jsonDamage{File: f.File, Offset: f.Offset, End: f.End, TornTail: f.Kind == FindingTorn, Error: f.Err}}
+	case FindingLive:
+		return jsonFileFinding{Live: &jsonFile{File: f.File}}
+	case FindingMore:
+		if f.File != "" {
+			return jsonFileFinding{More: &jsonMore{File: f.File, Count: f.Count}}
+		}
+	}
+	v := jsonStreamFinding{Stream: f.Stream.String(), Node: string(f.Stream.Node), Life: uint64(f.Stream.Life)}
+	switch f.Kind {
+	case FindingStart:
+		v.Start = &jsonStart{Position: f.Position, Segment: f.Segment}
+	case FindingGap:
+		v.Gap = &jsonGap{From: f.Gap.From, To: f.Gap.To, Count: f.Gap.Count}
+	case FindingDrop:
+		d := f.Drop
+		v.Dropped = &d
+	case FindingSubscriberDrop:
+		by := f.Subscribers
+		if by == nil {
+			by = []SubscriberLoss{}
+		}
+		v.SubscriberDropped = &jsonSubscriberDrop{Before: f.Position, Frames: f.Frames, Subscribers: by}
+	case FindingConflict:
+		c := &jsonConflict{Position: f.Position, ChannelID: f.ChannelID}
+		if f.Channel != "" {
+			name := f.Channel
+			c.Channel = &name
+		}
+		v.Conflict = c
+	case FindingUnended:
+		u := &jsonUnended{}
+		if f.Frames > 0 {
+			p := f.Position
+			u.LastPosition = &p
+		}
+		v.Unended = u
+	case FindingMore:
+		v.More = &jsonMore{Count: f.Count}
+	}
+	return v
+}
+
+// Gaps and the Sinks of its inputs implement Sink.
+var (
+	_ Sink = (*Gaps)(nil)
+	_ Sink = gapsInput{}
+)

@@ -1,0 +1,339 @@
+package views
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+)
+
+// Selection is what a view shows of its inputs: the filters every view
+// shares (DESIGN.md §5, "Shared filters"). The zero Selection selects
+// everything. Within one kind of filter any entry may match (--node a
+// --node b: either node); across kinds all must (--node a --content text).
+//
+// Stream filters (Nodes, Streams, Origins) hide a whole stream, its gaps
+// and drops included. Channel filters (Channels, Contents) and Grep hide
+// frames only: gaps and drops concern the whole stream and stay shown.
+// Positions, After, Since and Until bound what is shown of each stream,
+// losses included.
+type Selection struct {
+	// Nodes selects every life of these nodes (--node).
+	Nodes []frames.NodeID
+	// Streams selects these (node, life) streams (--stream NODE#LIFE).
+	Streams []frames.StreamID
+	// Origins selects streams by descriptor origin (--origin).
+	Origins []frames.StreamOrigin
+	// Channels selects channels by name (exact, or prefix for "name.*";
+	// frames.ParseChannelPattern). Frames of a channel without a
+	// descriptor match only when Channels and Contents are empty.
+	Channels []frames.ChannelFilter
+	// Contents selects channels by content class (--content).
+	Contents []frames.ContentKind
+	// Grep, if not nil, shows only lines whose rendered text matches: the
+	// whole text line, joined across frames, or a record's compact JSON
+	// (-g; see [CompileGrep] for smart case).
+	Grep *regexp.Regexp
+	// Positions, if not nil, bounds the positions shown (--positions A-B).
+	Positions *PositionRange
+	// After shows, of each stream it names, only positions after its entry
+	// (ds log --after, ds tail --cursor-file): a cursor.
+	After Cursor
+	// Since and Until, if not nil, bound the time of what is shown
+	// (--since, --until): a frame's time is its stream's latest
+	// datastream.clock reading at or before it, so a stream without clock
+	// records shows nothing when either is set.
+	Since, Until *TimeBound
+}
+
+// streamVisible is the decision of the stream filters for a stream.
+func (s *Selection) streamVisible(d frames.StreamDescriptor) bool {
+	if len(s.Nodes) > 0 && !slices.Contains(s.Nodes, d.Stream.Node) {
+		return false
+	}
+	if len(s.Streams) > 0 && !slices.Contains(s.Streams, d.Stream) {
+		return false
+	}
+	if len(s.Origins) > 0 && !slices.Contains(s.Origins, d.Origin) {
+		return false
+	}
+	return true
+}
+
+// channelSelected is the decision of the channel filters for a channel;
+// ok is false when the selection names no channel or content (the views'
+// default then applies).
+func (s *Selection) channelSelected(d frames.ChannelDescriptor) (selected, ok bool) {
+	if len(s.Channels) == 0 && len(s.Contents) == 0 {
+		return false, false
+	}
+	if len(s.Contents) > 0 && !slices.Contains(s.Contents, d.Content.Kind) {
+		return false, true
+	}
+	if len(s.Channels) == 0 {
+		return true, true
+	}
+	for _, f := range s.Channels {
+		if f.Match(d) {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// timed reports whether the selection bounds time.
+func (s *Selection) timed() bool { return s.Since != nil || s.Until != nil }
+
+// PositionRange is an inclusive range of positions (--positions A-B; A-
+// and -B leave one end open).
+type PositionRange struct {
+	From, To frames.Position
+}
+
+// ParsePositionRange parses "A-B", "A-", "-B" or "A" (one position).
+func ParsePositionRange(s string) (PositionRange, error) {
+	r := PositionRange{To: ^frames.Position(0)}
+	lo, hi, dash := strings.Cut(s, "-")
+	if !dash {
+		hi = lo
+	}
+	if lo == "" && hi == "" {
+		return r, fmt.Errorf("positions %q: want A-B, A- or -B", s)
+	}
+	if lo != "" {
+		v, err := strconv.ParseUint(lo, 10, 64)
+		if err != nil {
+			return r, fmt.Errorf("positions %q: %q is not a position", s, lo)
+		}
+		r.From = frames.Position(v)
+	}
+	if hi != "" {
+		v, err := strconv.ParseUint(hi, 10, 64)
+		if err != nil {
+			return r, fmt.Errorf("positions %q: %q is not a position", s, hi)
+		}
+		r.To = frames.Position(v)
+	}
+	if r.From > r.To {
+		return r, fmt.Errorf("positions %q: the range is empty (%d > %d)", s, r.From, r.To)
+	}
+	return r, nil
+}
+
+// CompileGrep compiles a -g pattern with journalctl's smart case: the match
+// ignores case unless the pattern holds an upper-case letter.
+func CompileGrep(pattern string) (*regexp.Regexp, error) {
+	upper := false
+	for _, r := range pattern {
+		if unicode.IsUpper(r) {
+			upper = true
+			break
+		}
+	}
+	if !upper {
+		pattern = "(?i)" + pattern
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("bad pattern %q: %s", se.Expr, se.Code)
+		}
+		return nil, err
+	}
+	return re, nil
+}
+
+// TimeBound is one end of a time range: an absolute time, or an offset
+// from the start of the inputs (their earliest datastream.clock reading
+// that the view sees; the merge of several inputs by time makes it the
+// first one).
+type TimeBound struct {
+	// UnixNS is the absolute time, in nanoseconds since the Unix epoch,
+	// when FromStart is false.
+	UnixNS int64
+	// FromStart makes the bound Offset after the start of the inputs.
+	FromStart bool
+	Offset    time.Duration
+}
+
+// ParseTimeBound parses a --since/--until value: "+30s" or "+1h2m" (after
+// the start of the inputs), "-10m" (before now), "@1764584035.5" (Unix
+// seconds), "now", "today", "yesterday", or a date and time in loc:
+// RFC 3339 ("2026-12-01T10:13:55Z", "…+01:00"), "2026-12-01 10:13:55[.frac]",
+// "2026-12-01 10:13", "2026-12-01", "10:13:55" or "10:13" (today).
+func ParseTimeBound(s string, now time.Time, loc *time.Location) (TimeBound, error) {
+	switch {
+	case s == "":
+		return TimeBound{}, errors.New("empty time")
+	case s[0] == '+' || s[0] == '-':
+		d, err := time.ParseDuration(s[1:])
+		if err != nil || d < 0 {
+			return TimeBound{}, fmt.Errorf("time %q: want a duration such as %c30s or %c1h5m", s, s[0], s[0])
+		}
+		if s[0] == '+' {
+			return TimeBound{FromStart: true, Offset: d}, nil
+		}
+		return TimeBound{UnixNS: now.Add(-d).UnixNano()}, nil
+	case s[0] == '@':
+		f, err := strconv.ParseFloat(s[1:], 64)
+		if err != nil {
+			return TimeBound{}, fmt.Errorf("time %q: want @ and Unix seconds", s)
+		}
+		return TimeBound{UnixNS: int64(f * 1e9)}, nil
+	}
+	day := func(t time.Time) time.Time {
+		y, m, d := t.In(loc).Date()
+		return time.Date(y, m, d, 0, 0, 0, 0, loc)
+	}
+	switch s {
+	case "now":
+		return TimeBound{UnixNS: now.UnixNano()}, nil
+	case "today":
+		return TimeBound{UnixNS: day(now).UnixNano()}, nil
+	case "yesterday":
+		return TimeBound{UnixNS: day(now).AddDate(0, 0, -1).UnixNano()}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return TimeBound{UnixNS: t.UnixNano()}, nil
+	}
+	for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return TimeBound{UnixNS: t.UnixNano()}, nil
+		}
+	}
+	for _, layout := range []string{"15:04:05.999999999", "15:04"} {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			d := day(now)
+			t = time.Date(d.Year(), d.Month(), d.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), loc)
+			return TimeBound{UnixNS: t.UnixNano()}, nil
+		}
+	}
+	return TimeBound{}, fmt.Errorf("time %q: want +30s (after the start), -10m (before now), @UNIX, "+
+		"2006-01-02[ 15:04[:05]], 15:04[:05], today, yesterday or RFC 3339", s)
+}
+
+// resolve returns the bound in Unix nanoseconds, given the start of the
+// inputs (0: not known yet, and then ok is false for a FromStart bound).
+func (b *TimeBound) resolve(start int64) (ns int64, ok bool) {
+	if !b.FromStart {
+		return b.UnixNS, true
+	}
+	if start == 0 {
+		return 0, false
+	}
+	return start + int64(b.Offset), true
+}
+
+// Cursor says, per stream, the last position a reader has consumed: a
+// view given a cursor (Selection.After) shows only later positions, and a
+// printer reports the cursor of what it printed ([Printer.Cursor]), so
+// that a later run resumes after it (ds tail --cursor-file; spec seed 004's
+// consumer offsets, per stream).
+//
+// Its text form ([Cursor.String], [ParseCursor]) is a comma-separated list
+// of NODE#LIFE=POSITION, sorted, with every byte of NODE outside
+// [A-Za-z0-9._~-] percent-encoded, so that any node name survives a
+// shell, a file and a URL.
+type Cursor map[frames.StreamID]frames.Position
+
+// String returns the text form of the cursor ("" for an empty one).
+func (c Cursor) String() string {
+	ids := make([]frames.StreamID, 0, len(c))
+	for id := range c {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b frames.StreamID) int {
+		if n := strings.Compare(string(a.Node), string(b.Node)); n != 0 {
+			return n
+		}
+		return cmpUint(uint64(a.Life), uint64(b.Life))
+	})
+	var b strings.Builder
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		for j := 0; j < len(id.Node); j++ {
+			ch := id.Node[j]
+			if ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '_' || ch == '~' || ch == '-' {
+				b.WriteByte(ch)
+			} else {
+				fmt.Fprintf(&b, "%%%02X", ch)
+			}
+		}
+		fmt.Fprintf(&b, "#%d=%d", id.Life, c[id])
+	}
+	return b.String()
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// ParseCursor parses the text form of a cursor; surrounding white space
+// is ignored, and an empty string is the empty cursor.
+func ParseCursor(s string) (Cursor, error) {
+	c := Cursor{}
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return c, nil
+	}
+	for _, e := range strings.Split(s, ",") {
+		stream, pos, ok := strings.Cut(e, "=")
+		hash := strings.LastIndexByte(stream, '#')
+		if !ok || hash < 0 {
+			return nil, fmt.Errorf("cursor entry %q: want NODE#LIFE=POSITION", e)
+		}
+		node, err := unescapeNode(stream[:hash])
+		if err != nil {
+			return nil, fmt.Errorf("cursor entry %q: %v", e, err)
+		}
+		life, err := strconv.ParseUint(stream[hash+1:], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("cursor entry %q: life %q is not a number", e, stream[hash+1:])
+		}
+		p, err := strconv.ParseUint(pos, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("cursor entry %q: position %q is not a number", e, pos)
+		}
+		c[frames.StreamID{Node: frames.NodeID(node), Life: frames.Life(life)}] = frames.Position(p)
+	}
+	return c, nil
+}
+
+func unescapeNode(s string) (string, error) {
+	if !strings.Contains(s, "%") {
+		return s, nil
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b = append(b, s[i])
+			continue
+		}
+		if i+3 > len(s) {
+			return "", errors.New("node: truncated %-escape")
+		}
+		v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", fmt.Errorf("node: bad %%-escape %q", s[i:i+3])
+		}
+		b = append(b, byte(v))
+		i += 2
+	}
+	return string(b), nil
+}
