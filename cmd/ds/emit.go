@@ -424,9 +424,14 @@ func (e *emitter) read(r io.Reader, done chan<- error) {
 	}
 }
 
-// idle submits a partial text line that has waited emitIdleFlush.
+// idle submits a partial text line that has waited emitIdleFlush. When
+// the reader holds the framer (it may be waiting for room in the queue),
+// idle does nothing: the main loop must stay free to take signals and a
+// failed capture, and the line's next tick comes soon.
 func (e *emitter) idle(now time.Time) {
-	e.mu.Lock()
+	if !e.mu.TryLock() {
+		return
+	}
 	defer e.mu.Unlock()
 	if !e.stopped {
 		e.fr.idle(now)

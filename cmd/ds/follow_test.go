@@ -308,3 +308,52 @@ func TestFollowSIGTERM(t *testing.T) {
 		t.Errorf("ds log -f after SIGTERM: %v; stderr %s", err, stderr)
 	}
 }
+
+// ds tail -f --cursor-file with no cursor saved yet prints the last lines,
+// then follows; at SIGINT it saves the cursor of what it printed, and the
+// next run starts after it.
+func TestTailFollowNewCursor(t *testing.T) {
+	dir := t.TempDir()
+	capture := filepath.Join(dir, "run.dss")
+	cursor := filepath.Join(dir, "cursor")
+	wrap := dsCommand("wrap", "-q", "--flush", "20ms", "-o", capture, "--", "sh", "-c", "echo first; read a; echo second; read b; echo third")
+	feed, err := wrap.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wrap.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		feed.Close()
+		wrap.Wait()
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, out, _ := runInputs(t, nil, "log", "--cat", capture)
+		if code == 0 && strings.Contains(out, "first") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ds wrap wrote nothing within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tail, out, stderr := startDS(t, nil, "tail", "-f", "--cat", "--cursor-file", cursor, capture)
+	out.waitFor(t, "first")
+	io.WriteString(feed, "\n")
+	if before := out.waitFor(t, "second"); len(before) != 0 {
+		t.Errorf("between first and second: %q", before)
+	}
+	if code := interrupt(t, tail); code != 0 {
+		t.Errorf("ds tail -f: exit %d after SIGINT, want 0; stderr %s", code, stderr)
+	}
+	io.WriteString(feed, "\n")
+	feed.Close()
+	wrap.Wait()
+	// The next run prints only what came after.
+	code, rest, errOut := runInputs(t, nil, "tail", "--cat", "--cursor-file", cursor, capture)
+	if code != 0 || rest != "third\n" {
+		t.Fatalf("resumed run: exit %d, %q (stderr %s), want \"third\\n\"", code, rest, errOut)
+	}
+}

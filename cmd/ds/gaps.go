@@ -61,27 +61,34 @@ losses: {"damage":{"file","offset","end","torn_tail","error"}},
 Every record is read and its CRC checked (damage is a loss, and a segment
 summary cannot show damage inside its segment), but no payload is decoded
 except the writer's datastream.health records. Gaps, drops and damage
-concern a whole stream or input, not a channel, so there is no -c.
+concern a whole stream or input, not a channel, so there is no -c;
+--node, --stream and --origin select streams (an input's damage is
+listed whatever they select).
 
 Exit status: 0, even when there are losses, unless --check is given:
 then 1 when there is any loss (a live note is none). An input that is
 damaged (a damaged range or a torn tail) gives 3 whatever --check says;
 an input that cannot be read gives 1.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per loss"},
 			&cli.BoolFlag{Name: "check", Usage: "exit 1 when there is any loss (3 on damage still)"},
-		},
+		}, streamFlags()...),
 		Action: gapsAction,
 	}
 }
 
 func gapsAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
+	ss, err := readStreamSelection(c)
+	if err != nil {
+		return err
+	}
 	root := c.Root()
 	g := views.NewGaps(0)
-	err := scanInputs(ctx, c.Args().Slice(), root.Reader, root.ErrWriter, false, func(in *input) views.Sink {
-		return g.Input(in.name, in.live)
+	err = scanInputs(ctx, c.Args().Slice(), root.Reader, root.ErrWriter, false, func(in *input) views.Sink {
+		return ss.wrap(g.Input(in.name, in.live))
 	}, nil)
+	ss.warn(root.ErrWriter)
 	var st *statusError
 	if err != nil && !errors.As(err, &st) {
 		return err // a usage error: nothing was read

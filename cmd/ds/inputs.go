@@ -311,12 +311,13 @@ func scanOne(ctx context.Context, in *input, opts views.ScanOptions, sink views.
 	}
 	ff := &followFile{in: in, off: opts.Offset}
 	cr.r = ff
+	// Once every stream of the file has ended, the next end of input is
+	// final: the reader then reports an incomplete record as a torn tail.
+	opts.FollowWhile = func() bool { return !ff.done.Load() }
 	for {
 		err := views.ScanAny(ctx, cr, opts, &endWatch{Sink: sink, ff: ff, streams: make(map[frames.StreamID]bool)})
 		var why string
 		switch {
-		case errors.Is(err, errFollowDone):
-			return nil
 		case errors.Is(err, errTruncated):
 			why = "truncated"
 		case errors.Is(err, errReplaced):
@@ -338,16 +339,15 @@ func scanOne(ctx context.Context, in *input, opts views.ScanOptions, sink views.
 
 // Errors of a followed file at its end (followFile.Read).
 var (
-	errFollowDone = errors.New("every stream has ended")
-	errTruncated  = errors.New("file truncated")
-	errReplaced   = errors.New("file replaced")
+	errTruncated = errors.New("file truncated")
+	errReplaced  = errors.New("file replaced")
 )
 
 // followFile reads a file that grows. At its end it says whether the file
 // was truncated (it is now shorter than what was read) or replaced (the
-// name now leads to another file): errTruncated, errReplaced; and, once
-// done is set (every stream in it has ended), errFollowDone; otherwise
-// io.EOF, after which a following reader reads again later.
+// name now leads to another file): errTruncated, errReplaced; otherwise
+// io.EOF, after which a following reader reads again later unless done is
+// set (every stream in it has ended: ScanOptions.FollowWhile).
 type followFile struct {
 	in   *input
 	off  int64 // file offset of the next byte
@@ -357,11 +357,8 @@ type followFile struct {
 func (f *followFile) Read(p []byte) (int, error) {
 	n, err := f.in.file.Read(p)
 	f.off += int64(n)
-	if n > 0 || err != io.EOF {
+	if n > 0 || err != io.EOF || f.done.Load() {
 		return n, err
-	}
-	if f.done.Load() {
-		return 0, errFollowDone
 	}
 	cur, err := f.in.file.Stat()
 	if err == nil && cur.Size() < f.off {

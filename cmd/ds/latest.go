@@ -46,10 +46,10 @@ keeping only the last payload of each channel: memory does not grow with
 the input. A CHANNEL that matches no channel of the inputs is reported
 (with the channels there are) and makes the exit status 1; the others
 are still printed. Exit status 3 when an input is damaged.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "show `CHANNEL` (exact name, or a prefix ending in .*); repeatable"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per stream and channel"},
-		},
+		}, streamFlags()...),
 		Action: latestAction,
 	}
 }
@@ -69,9 +69,14 @@ func latestAction(ctx context.Context, c *cli.Command) error {
 			return usagef("latest: empty channel name")
 		}
 	}
+	ss, err := readStreamSelection(c)
+	if err != nil {
+		return err
+	}
 	root := c.Root()
 	l := views.NewLatest(views.LatestOptions{Channels: channelFilters(patterns)})
-	err := scanInputs(ctx, names, root.Reader, root.ErrWriter, false, func(*input) views.Sink { return l }, nil)
+	err = scanInputs(ctx, names, root.Reader, root.ErrWriter, false, func(*input) views.Sink { return ss.wrap(l) }, nil)
+	ss.warn(root.ErrWriter)
 	l.Flush()
 	write := views.WriteLatestText
 	if c.Bool("json") {

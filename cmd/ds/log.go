@@ -30,8 +30,15 @@ never finished is printed, as it is, when the stream ends. A line longer
 than 1 MiB is printed in 1 MiB pieces. CRLF ends a line; a line with bare
 CRs (a progress bar) shows its last segment, as a terminal would
 (--cr-segments shows each). JSON records are printed compactly; bytes that
-are not text are escaped as \xNN. The stream column appears when the inputs
-hold more than one stream.
+are not text are escaped as \xNN; so are control sequences other than
+colour (which --color shows on a terminal) and bidi controls, so a
+capture never drives the terminal.
+
+When the inputs hold more than one stream (the streams --node, --stream
+and --origin select), a stream column leads every line: NODE when no two
+streams share a node, NODE#LIFE otherwise. For files it is known from
+their segment headers before the first line; a pipe (-) shows it from the
+first line of its second stream on.
 
 Losses are shown in place: gaps (positions assigned but never stored),
 drops (submissions the writer refused, a full queue or a stream that had
@@ -57,11 +64,15 @@ there were any.
 above: "text" holds the line's bytes exactly, its newline included,
 "position" and "last_position" the positions of its first and last frame,
 "partial":true when it was printed unfinished), per record and bytes
-frame, gap, drop and damaged range, so that
+frame, gap, drop and damaged range. Every object has a "text": a text
+line's bytes, or what ds log prints for it after the columns (a record's
+compact JSON, escaped bytes, a gap's message), so that
 ds log --json | jq 'select(.text|test("FAIL"))' finds what
-ds log | grep FAIL finds. --json=frames prints one object per frame
-instead. A text payload that is not UTF-8 carries "bytes_b64" instead of
-"text", a record "record". "time" (RFC 3339) is the stream's latest
+ds log | grep FAIL finds; a text line that is not UTF-8 carries
+"bytes_b64" instead. --json=frames prints one object per frame, with
+"text" for text frames only. A record carries "record" (the parsed JSON),
+bytes "bytes_b64". "life" is a 64-bit number that jq rounds: select
+streams by "stream". "time" (RFC 3339) is the stream's latest
 datastream.clock reading before that frame: the writer records each
 drain tick's clock reading before the frames the tick takes, so it is an
 upper bound on when the frame arrived, within one flush interval. A gap is
@@ -144,10 +155,10 @@ func printLog(ctx context.Context, c *cli.Command, opts views.LogOptions, names 
 	p := views.NewPrinter(root.Writer, opts)
 	expectStreams(p, names)
 	sink := views.NewLogSink(p, 0)
-	err := scanInputs(ctx, names, root.Reader, root.ErrWriter, follow, func(in *input) views.Sink {
-		sink.File = in.name
-		return sink
-	}, nil)
+	// The damage reporter names each input in its damage lines: sinkFor
+	// may run in another goroutine (a followed directory), so it must not
+	// touch the shared sink.
+	err := scanInputs(ctx, names, root.Reader, root.ErrWriter, follow, func(*input) views.Sink { return sink }, nil)
 	sink.A.Flush()
 	if cerr := p.Close(); cerr != nil {
 		if isEPIPE(cerr) {

@@ -1,14 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
 func TestMain(m *testing.M) {
@@ -40,10 +47,12 @@ func TestScript(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits":    cmdExits,
-			"truncate": cmdTruncate,
-			"flipbyte": cmdFlipbyte,
-			"smaller":  cmdSmaller,
+			"exits":      cmdExits,
+			"truncate":   cmdTruncate,
+			"flipbyte":   cmdFlipbyte,
+			"smaller":    cmdSmaller,
+			"mkcapture":  cmdMkcapture,
+			"readatmost": cmdReadAtMost,
 		},
 	})
 }
@@ -119,5 +128,79 @@ func cmdSmaller(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	if a.Size()*4 >= b.Size() {
 		ts.Fatalf("%s is %d bytes, not under a quarter of %s (%d bytes)", args[0], a.Size(), args[1], b.Size())
+	}
+}
+
+// mkcapture FILE MIB: write an uncompressed capture of one ended stream of
+// text lines ("line N of the big capture"), MIB MiB long, segments
+// summarised as ds writes them: a large input made in a second, not by
+// running a job for minutes.
+func cmdMkcapture(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: mkcapture FILE MIB")
+	}
+	mib, err := strconv.ParseInt(args[1], 10, 64)
+	ts.Check(err)
+	f, err := os.Create(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer f.Close()
+	s := frames.StreamID{Node: "big", Life: 1}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	cw := &countingWriter{w: bw}
+	w, err := segments.NewWriter(cw, frames.StreamDescriptor{Stream: s}, []frames.ChannelDescriptor{
+		{Stream: s, ID: 1, Name: "proc.big.stdout", Content: frames.TextStream()},
+	}, segments.WriterOptions{Compression: segments.CompressNone})
+	ts.Check(err)
+	var chunk []byte
+	pos := frames.Position(0)
+	for n := 0; ; n++ {
+		chunk = fmt.Appendf(chunk, "line %d of the big capture\n", n)
+		if len(chunk) < 32<<10 {
+			continue
+		}
+		ts.Check(w.WriteFrame(frames.Frame{Channel: 1, Position: pos, Payload: chunk}))
+		chunk, pos = chunk[:0], pos+1
+		if cw.n >= mib<<20 {
+			break
+		}
+	}
+	ts.Check(w.Close())
+	ts.Check(bw.Flush())
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// readatmost N: the last command's stderr has DS_READ_STATS lines
+// ("ds: NAME: read R of S bytes"), and every R is at most N.
+func cmdReadAtMost(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: readatmost N")
+	}
+	max, err := strconv.ParseInt(args[0], 10, 64)
+	ts.Check(err)
+	found := 0
+	for _, line := range strings.Split(ts.ReadFile("stderr"), "\n") {
+		var name string
+		var r, size int64
+		if _, err := fmt.Sscanf(line, "ds: %s read %d of %d bytes", &name, &r, &size); err != nil {
+			continue
+		}
+		found++
+		if r > max {
+			ts.Fatalf("%s read %d of %d bytes, more than %d", name, r, size, max)
+		}
+	}
+	if found == 0 {
+		ts.Fatalf("no read statistics on stderr (DS_READ_STATS=1)")
 	}
 }

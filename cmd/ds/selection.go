@@ -159,3 +159,61 @@ func (o *optionalValue) Get() any           { return o.v }
 
 // IsBoolFlag lets the flag stand alone.
 func (o *optionalValue) IsBoolFlag() bool { return true }
+
+// streamFlags are the stream filters of the views that print no log
+// (ds gaps, ds series, ds latest): --node, --stream, --origin.
+func streamFlags() []cli.Flag {
+	return selectionFlags()[:3]
+}
+
+// streamSelection applies the stream filters of a view without a printer
+// to each input's sink, and says which matched nothing.
+type streamSelection struct {
+	sel  views.Selection
+	used []*views.StreamSelector
+}
+
+// readStreamSelection reads --node, --stream and --origin of command c.
+func readStreamSelection(c *cli.Command) (*streamSelection, error) {
+	sel, err := readSelection(c)
+	if err != nil {
+		return nil, err
+	}
+	return &streamSelection{sel: views.Selection{Nodes: sel.Nodes, Streams: sel.Streams, Origins: sel.Origins}}, nil
+}
+
+// wrap returns sink, behind the stream filters when there are any.
+func (s *streamSelection) wrap(sink views.Sink) views.Sink {
+	if len(s.sel.Nodes)+len(s.sel.Streams)+len(s.sel.Origins) == 0 {
+		return sink
+	}
+	x := views.SelectStreams(sink, s.sel)
+	s.used = append(s.used, x)
+	return x
+}
+
+// warn names on stderr the filters that matched no stream of any input.
+func (s *streamSelection) warn(w io.Writer) {
+	if len(s.used) == 0 {
+		return
+	}
+	count := map[string]int{}
+	var order []string
+	for _, x := range s.used {
+		for _, u := range x.Unmatched() {
+			if count[u] == 0 {
+				order = append(order, u)
+			}
+			count[u]++
+		}
+	}
+	var none []string
+	for _, u := range order {
+		if count[u] == len(s.used) {
+			none = append(none, u)
+		}
+	}
+	if len(none) > 0 {
+		fmt.Fprintf(w, "ds: nothing in the inputs matches %s\n", strings.Join(none, ", "))
+	}
+}

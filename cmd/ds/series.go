@@ -72,11 +72,11 @@ per channel on stderr at the end. A CHANNEL that matches no channel of
 the inputs is an error (exit status 1), reported with the channels there
 are. Exit status 3 when an input is damaged: every readable row is
 printed first.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "field", Aliases: []string{"f"}, Usage: "print the value at gjson `PATH`; repeatable, in the order given"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"o"}, Value: "json", Usage: "output `FORMAT`: json (NDJSON), csv or tsv"},
 			&cli.BoolFlag{Name: "rate", Usage: "print each field as a per-second rate of a cumulative counter"},
-		},
+		}, streamFlags()...),
 		DisableSliceFlagSeparator: true,
 		Action:                    seriesAction,
 	}
@@ -104,12 +104,17 @@ func seriesAction(ctx context.Context, c *cli.Command) error {
 		Format:   format,
 		Rate:     c.Bool("rate"),
 	}
+	ss, err := readStreamSelection(c)
+	if err != nil {
+		return err
+	}
 	root := c.Root()
 	s, err := views.NewSeries(root.Writer, opts)
 	if err != nil {
 		return usagef("%v", err)
 	}
-	err = scanInputs(ctx, args[1:], root.Reader, root.ErrWriter, false, func(*input) views.Sink { return s }, nil)
+	err = scanInputs(ctx, args[1:], root.Reader, root.ErrWriter, false, func(*input) views.Sink { return ss.wrap(s) }, nil)
+	ss.warn(root.ErrWriter)
 	if cerr := s.Close(); cerr != nil {
 		if isEPIPE(cerr) {
 			return nil

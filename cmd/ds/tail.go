@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/urfave/cli/v3"
 
@@ -99,26 +100,33 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 		return tailFollow(ctx, names, root.Reader, root.Writer, root.ErrWriter, opts)
 	}
 	names = expandNames(names, root.ErrWriter) // a directory: its captures
+	// resume prints everything after the cursor saved, following the
+	// inputs with -f, and saves the new cursor after the output.
+	resume := func(saved views.Cursor) error {
+		o := opts.Log
+		o.Select.After = views.Cursor{}
+		for id, pos := range saved {
+			o.Select.After[id] = pos
+		}
+		for id, pos := range opts.Log.Select.After { // --after wins
+			o.Select.After[id] = pos
+		}
+		p, err := printLog(ctx, c, o, names, c.Bool("follow"))
+		if p == nil {
+			return err // the output failed: the cursor stays
+		}
+		if werr := writeCursorFile(cursorFile, p.Cursor()); werr != nil {
+			return werr
+		}
+		return err
+	}
 	if cursorFile != "" {
 		saved, ok, err := readCursorFile(cursorFile)
 		if err != nil {
 			return err
 		}
 		if ok {
-			// Resume: everything after the saved cursor.
-			after := opts.Log.Select.After
-			opts.Log.Select.After = saved
-			for id, pos := range after {
-				opts.Log.Select.After[id] = pos
-			}
-			p, err := printLog(ctx, c, opts.Log, names, c.Bool("follow"))
-			if p == nil {
-				return err // the output failed: the cursor stays
-			}
-			if werr := writeCursorFile(cursorFile, p.Cursor()); werr != nil {
-				return werr
-			}
-			return err
+			return resume(saved)
 		}
 	}
 	cursor := views.Cursor{}
@@ -145,19 +153,16 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 			one := opts
 			one.Lines = 1
 			d, cur, err = tailOne(ctx, name, root.Reader, io.Discard, root.ErrWriter, one)
-			for id, pos := range cur {
-				if old, ok := cursor[id]; !ok || pos > old {
-					cursor[id] = pos
-				}
-			}
+			mergeCursor(cursor, fileCursor(name))
+			mergeCursor(cursor, cur)
 		} else {
 			var cur views.Cursor
 			d, cur, err = tailOne(ctx, name, root.Reader, root.Writer, root.ErrWriter, opts)
-			for id, pos := range cur {
-				if old, ok := cursor[id]; !ok || pos > old {
-					cursor[id] = pos
-				}
+			if cursorFile != "" {
+				// Streams that ended before the last lines are read too.
+				mergeCursor(cursor, fileCursor(name))
 			}
+			mergeCursor(cursor, cur)
 		}
 		damaged = damaged || d
 		if err != nil {
@@ -175,6 +180,16 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 	}
 	if cursorFile != "" {
 		if err := writeCursorFile(cursorFile, cursor); err != nil {
+			return err
+		}
+		if c.Bool("follow") {
+			// The last lines are out and their cursor saved: follow on
+			// from there (damage was reported, and still sets the exit
+			// status).
+			err := resume(cursor)
+			if err == nil && damaged {
+				err = &statusError{code: exitCorrupt}
+			}
 			return err
 		}
 	}
@@ -208,6 +223,10 @@ func tailOne(ctx context.Context, name string, stdin io.Reader, stdout, stderr i
 	}
 	opts.File, opts.Live = name, in.live
 	stats, err := views.Tail(ctx, in.file, in.size, opts, stdout)
+	if os.Getenv("DS_READ_STATS") != "" {
+		// A test hook: what reading from the end cost, in bytes.
+		fmt.Fprintf(stderr, "ds: %s: read %d of %d bytes\n", name, stats.BytesRead, in.size)
+	}
 	rep := &damageReporter{in: in, stderr: stderr}
 	for _, d := range stats.Damage {
 		rep.report(d.Offset, d.End, d.Torn, d.Err)
@@ -243,4 +262,14 @@ func writeErr(err error) error {
 		return nil
 	}
 	return err
+}
+
+// mergeCursor raises each entry of dst to the one of src where src's is
+// later, and adds those dst lacks.
+func mergeCursor(dst, src views.Cursor) {
+	for id, pos := range src {
+		if old, ok := dst[id]; !ok || pos > old {
+			dst[id] = pos
+		}
+	}
 }

@@ -4,6 +4,23 @@
 //
 //	capture files → segments.Reader → views (assemble, render) → cmd/ds
 //
+// Inputs: [ScanAny] tells a DSS capture, the seed system's DSQ1 transport
+// stream and legacy delivery envelopes apart by their first bytes
+// ([ErrNotCapture] for anything else) and reports all three through the
+// same [Sink]; [Merge] reads several inputs at once and hands one sink the
+// entry with the least time (its stream's latest clock reading in its
+// input), ties in input order, so that captures made at the same time
+// interleave and a stream split over files is rebuilt whole. [Scan] tells
+// an [Idler] sink when its input has nothing more for now, so that a live
+// pipe is printed as it arrives.
+//
+// What a view shows is a [Selection]: stream filters (node, stream,
+// origin), channel filters (name or prefix, content class), -g on the
+// rendered line, position and time bounds, and a [Cursor] to resume
+// after. The [Printer] applies it and reports the cursor of what it
+// printed; [SelectStreams] gives the stream filters to views without a
+// printer (ds gaps, ds series, ds latest).
+//
 // [Assembler] is streaming ingest: it rebuilds each stream by position,
 // collapses duplicates (first wins), reports conflicting duplicates and
 // derives interior gaps (spec §7). It identifies frames by position: a
@@ -64,8 +81,15 @@
 // complete and in order, and copies of the clock, health and lifecycle
 // records it decodes; any other segment is read record by record. [Tail]
 // renders only the segments that hold the end of a capture, skipping the
-// records and zstd blocks before the point it starts from. ds log reads
-// every record and uses no summary.
+// records and zstd blocks before the point it starts from. ds log and ds
+// gaps read every record and use no summary.
+//
+// The other views: [Gaps] lists every loss with its reason (ds gaps),
+// [Series] turns a JSON channel into rows of gjson paths (ds series),
+// [Latest] keeps the last frame of each channel of each stream (ds
+// latest). Payload bytes shown to a terminal go through one escaper
+// (terminal.go): no control sequence of a capture reaches the reader's
+// terminal, and SGR colour passes only when asked for.
 //
 // views reads only; it never writes files.
 package views

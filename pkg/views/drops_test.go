@@ -90,9 +90,9 @@ func TestLogDropsInPlace(t *testing.T) {
 	got, _ = printJob(t, LogOptions{Format: FormatJSON, Channels: []frames.ChannelFilter{frames.NameChannel("proc.job.stdout")}}, fs...)
 	want = "" +
 		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"position":0,"last_position":0,"channel":"proc.job.stdout","channel_id":1,"content":"TextStream","text":"one\n"}` + "\n" +
-		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"dropped":{"before":1,"frames":4,"bytes":512,"reason":"queue full"}}` + "\n" +
+		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"dropped":{"before":1,"frames":4,"bytes":512,"reason":"queue full"},"text":"4 frames before position 1 (queue full)"}` + "\n" +
 		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"position":2,"last_position":2,"channel":"proc.job.stdout","channel_id":1,"content":"TextStream","text":"two\n"}` + "\n" +
-		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"dropped":{"before":3,"frames":1,"bytes":10,"reason":"ended"}}` + "\n"
+		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"dropped":{"before":3,"frames":1,"bytes":10,"reason":"ended"},"text":"1 frame before position 3 (ended)"}` + "\n"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("--json (-want +got):\n%s", diff)
 	}
@@ -122,7 +122,7 @@ func TestLogDropsFromCounters(t *testing.T) {
 	want := "" +
 		"     0  proc.job.stdout   one\n" +
 		"     2  proc.job.stdout   two\n" +
-		"     ~  gap               positions 3 missing (1 frame)\n" +
+		"     ~  gap               position 3 missing (1 frame)\n" +
 		"     4  proc.job.stdout   three\n" +
 		"     ~  dropped           5 frames before position 5 (queue full)\n"
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -133,8 +133,8 @@ func TestLogDropsFromCounters(t *testing.T) {
 	}
 	got, _ = printJob(t, LogOptions{Format: FormatJSON, Channels: []frames.ChannelFilter{frames.NameChannel("none")}}, fs...)
 	want = "" +
-		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"gap":{"from":3,"to":3,"count":1}}` + "\n" +
-		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"dropped":{"before":5,"frames":5,"bytes":null,"reason":"queue full"}}` + "\n"
+		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"gap":{"from":3,"to":3,"count":1},"text":"position 3 missing (1 frame)"}` + "\n" +
+		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"dropped":{"before":5,"frames":5,"bytes":null,"reason":"queue full"},"text":"5 frames before position 5 (queue full)"}` + "\n"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("--json (-want +got):\n%s", diff)
 	}
@@ -151,7 +151,7 @@ func TestLogDropsFromCounters(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	want = `{"stream":"node-alpha#1","node":"node-alpha","life":1,"dropped":{"before":6,"frames":1,"bytes":null,"reason":"queue full"}}` + "\n"
+	want = `{"stream":"node-alpha#1","node":"node-alpha","life":1,"dropped":{"before":6,"frames":1,"bytes":null,"reason":"queue full"},"text":"1 frame before position 6 (queue full)"}` + "\n"
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Fatalf("capture from position 5 (-want +got):\n%s", diff)
 	}
@@ -208,7 +208,7 @@ func TestLogPartialLineOrder(t *testing.T) {
 			on(1, 2, " after\n"),
 		}, "" +
 			"     0  proc.job.stdout   before\n" +
-			"     ~  gap               positions 1 missing (1 frame)\n" +
+			"     ~  gap               position 1 missing (1 frame)\n" +
 			"     2  proc.job.stdout    after\n"},
 		{"unfinished at the end, in position order", []frames.Frame{
 			on(2, 0, "err"),

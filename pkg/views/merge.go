@@ -3,6 +3,7 @@ package views
 import (
 	"context"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
@@ -107,6 +108,10 @@ type merger struct {
 	idleAfter time.Duration
 	sinks     []Idler // the distinct sinks that are Idlers
 	quietDue  bool    // entries were handed over since the sinks were told Idle(true)
+	// scans counts the inputs' scanning goroutines: when ctx ends, Merge
+	// waits for them before it calls an input's Done, so that Done never
+	// runs beside its Scan.
+	scans sync.WaitGroup
 }
 
 // mergeEvent is a batch of input i.
@@ -163,9 +168,11 @@ func (m *merger) add(in MergeInput) {
 		m.sinks = append(m.sinks, idler)
 	}
 	c := &mergeCollector{m: m, i: i, free: s.free, b: &mergeBatch{}, lead: true}
+	m.scans.Add(1)
 	go func() {
+		defer m.scans.Done()
 		err := in.Scan(m.ctx, c)
-		c.finish(err)
+		c.finish(err) // does not block once ctx is done
 	}()
 }
 
@@ -211,6 +218,7 @@ func (m *merger) run(more <-chan MergeInput) error {
 			handed = false
 		}
 		if err := m.receive(&more); err != nil {
+			m.scans.Wait()
 			for i, s := range m.sources {
 				if s != nil {
 					m.done(i, err)

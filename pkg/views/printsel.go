@@ -247,22 +247,12 @@ func (p *Printer) trimmed(st *streamInfo, from, to frames.Position) {
 		p.line = append(p.line, `,"count":`...)
 		p.line = strconv.AppendUint(p.line, count, 10)
 		p.line = append(p.line, "}}\n"...)
+		p.line = p.withText(p.line, appendTrimmedMsg(p.msg[:0], from, to))
 		p.write(p.line)
 	default:
 		p.lossPrefix("trimmed")
-		p.line = append(p.line, "positions "...)
-		p.line = strconv.AppendUint(p.line, uint64(from), 10)
-		if to != from {
-			p.line = append(p.line, "–"...)
-			p.line = strconv.AppendUint(p.line, uint64(to), 10)
-		}
-		p.line = append(p.line, " after the cursor are no longer in the input ("...)
-		p.line = strconv.AppendUint(p.line, count, 10)
-		if count == 1 {
-			p.line = append(p.line, " frame)\n"...)
-		} else {
-			p.line = append(p.line, " frames)\n"...)
-		}
+		p.line = appendTrimmedMsg(p.line, from, to)
+		p.line = append(p.line, '\n')
 		p.out(st, p.line)
 	}
 }
@@ -363,6 +353,102 @@ func appendSeconds(b []byte, d int64) []byte {
 	b = append(b, sign)
 	b = strconv.AppendInt(b, d/1e9, 10)
 	return fmt.Appendf(b, ".%06d", d%1e9/1e3)
+}
+
+// withText gives a JSON object of the per-line --json (b, ending in
+// "}\n") a "text" member: what ds log shows of it after its columns, so
+// that jq 'select(.text|test("FAIL"))' finds in every object what grep
+// finds in ds log's lines. --json=frames objects have none but text
+// frames'.
+func (p *Printer) withText(b, msg []byte) []byte {
+	if p.opts.JSONFrames || len(b) < 2 {
+		return b
+	}
+	b = append(b[:len(b)-2], `,"text":`...)
+	b, _ = appendJSONQuoted(b, msg)
+	return append(b, "}\n"...)
+}
+
+// Loss messages, as the text format shows them after the columns and as
+// the "text" of their --json objects.
+
+func appendGapMsg(b []byte, g Gap) []byte {
+	if g.To == g.From {
+		b = append(b, "position "...)
+		b = strconv.AppendUint(b, uint64(g.From), 10)
+	} else {
+		b = append(b, "positions "...)
+		b = strconv.AppendUint(b, uint64(g.From), 10)
+		b = append(b, "–"...)
+		b = strconv.AppendUint(b, uint64(g.To), 10)
+	}
+	b = append(b, " missing ("...)
+	return appendCount(b, g.Count, "frame")
+}
+
+func appendStartMsg(b []byte, pos frames.Position) []byte {
+	b = append(b, "starts at position "...)
+	b = strconv.AppendUint(b, uint64(pos), 10)
+	return append(b, ": earlier frames not in the input"...)
+}
+
+func appendTrimmedMsg(b []byte, from, to frames.Position) []byte {
+	if to == from {
+		b = append(b, "position "...)
+		b = strconv.AppendUint(b, uint64(from), 10)
+	} else {
+		b = append(b, "positions "...)
+		b = strconv.AppendUint(b, uint64(from), 10)
+		b = append(b, "–"...)
+		b = strconv.AppendUint(b, uint64(to), 10)
+	}
+	b = append(b, " after the cursor are no longer in the input ("...)
+	return appendCount(b, uint64(to-from)+1, "frame")
+}
+
+func appendDropMsg(b []byte, d Drop) []byte {
+	b = strconv.AppendUint(b, d.Frames, 10)
+	if d.Frames == 1 {
+		b = append(b, " frame before position "...)
+	} else {
+		b = append(b, " frames before position "...)
+	}
+	b = strconv.AppendUint(b, uint64(d.Before), 10)
+	b = append(b, " ("...)
+	b = appendEscaped(b, []byte(d.Reason), true)
+	return append(b, ')')
+}
+
+func appendDamageMsg(b []byte, file string, offset, end int64, torn bool, msg string) []byte {
+	b = appendEscaped(b, []byte(file), true)
+	if torn {
+		b = append(b, ": torn tail at byte "...)
+		b = strconv.AppendInt(b, offset, 10)
+	} else {
+		b = append(b, ": bytes "...)
+		b = strconv.AppendInt(b, offset, 10)
+		b = append(b, "–"...)
+		b = strconv.AppendInt(b, end-1, 10)
+		b = append(b, " unreadable ("...)
+		b = strconv.AppendInt(b, end-offset, 10)
+		b = append(b, " bytes)"...)
+	}
+	if msg != "" {
+		b = append(b, ": "...)
+		b = appendEscaped(b, []byte(msg), true)
+	}
+	return b
+}
+
+// appendCount appends "N things)" ("1 thing)").
+func appendCount(b []byte, n uint64, what string) []byte {
+	b = strconv.AppendUint(b, n, 10)
+	b = append(b, ' ')
+	b = append(b, what...)
+	if n != 1 {
+		b = append(b, 's')
+	}
+	return append(b, ')')
 }
 
 // jsonText prints one text line as a JSON object (FormatJSON without

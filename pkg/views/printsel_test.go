@@ -68,7 +68,7 @@ func TestPositionsClipGaps(t *testing.T) {
 	got := printItems(t, LogOptions{Select: Selection{Positions: &r}},
 		on(2, 0, "zero\n"), on(2, 3, "three\n"), on(2, 8, "eight\n"))
 	want := "" +
-		"     ~  gap                  positions 2 missing (1 frame)\n" +
+		"     ~  gap                  position 2 missing (1 frame)\n" +
 		"     3  proc.trainer.stdout  three\n" +
 		"     ~  gap                  positions 4–6 missing (3 frames)\n"
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -149,7 +149,7 @@ func TestParseTimeBound(t *testing.T) {
 			t.Errorf("%q: %v, want %v", tt.in, time.Unix(0, b.UnixNS).UTC(), tt.want)
 		}
 	}
-	for _, bad := range []string{"", "soon", "+x", "-5", "2026-13-01"} {
+	for _, bad := range []string{"", "soon", "+x", "-5", "2026-13-01", "@NaN", "@1e30", "@x"} {
 		if _, err := ParseTimeBound(bad, now, time.UTC); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
@@ -273,7 +273,7 @@ func TestSelectionFilters(t *testing.T) {
 	got, un := print(Selection{Nodes: []frames.NodeID{"node-beta"}, Contents: []frames.ContentKind{frames.KindJSONRecord}})
 	want := "" +
 		"     1  app.metrics       {\"v\":1}\n" +
-		"     ~  gap               positions 2 missing (1 frame)\n"
+		"     ~  gap               position 2 missing (1 frame)\n"
 	if diff := cmp.Diff(want, got); diff != "" || len(un) != 0 {
 		t.Fatalf("(-want +got):\n%s\nunmatched %v", diff, un)
 	}

@@ -271,6 +271,7 @@ type Printer struct {
 	untimed  []frames.StreamID
 	cursors  Cursor // the cursors of streams forgotten
 	raw      []byte // scratch for jsonText
+	msg      []byte // scratch for loss messages
 	nameW    int    // width of the channel column
 	line     []byte
 	col      []byte // the stream column
@@ -405,6 +406,9 @@ func (p *Printer) stream(s frames.StreamID) *streamInfo {
 // unknownVisible for one without).
 func (p *Printer) isVisible(d frames.ChannelDescriptor) bool {
 	if selected, ok := p.sel.channelSelected(d); ok {
+		if len(p.sel.Channels) == 0 && !p.opts.All && strings.HasPrefix(d.Name, "datastream.") {
+			return false // --content alone does not name the writer's own channels
+		}
 		return selected
 	}
 	switch {
@@ -565,6 +569,7 @@ func (p *Printer) Damage(file string, offset, end int64, torn bool, err error) {
 		p.line = append(p.line, `,"error":`...)
 		p.line = appendJSONString(p.line, msg)
 		p.line = append(p.line, "}}\n"...)
+		p.line = p.withText(p.line, appendDamageMsg(p.msg[:0], file, offset, end, torn, msg))
 	default:
 		p.line = append(p.line[:0], "     "...)
 		p.line = p.appendStyled(p.line, styleDamage, "!")
@@ -575,23 +580,7 @@ func (p *Printer) Damage(file string, offset, end int64, torn bool, err error) {
 		p.line = appendPad(p.line, p.nameW-len("damage"))
 		p.line = append(p.line, "  "...)
 		p.line = append(p.line, p.on(styleDamage)...)
-		p.line = appendEscaped(p.line, []byte(file), true)
-		if torn {
-			p.line = append(p.line, ": torn tail at byte "...)
-			p.line = strconv.AppendInt(p.line, offset, 10)
-		} else {
-			p.line = append(p.line, ": bytes "...)
-			p.line = strconv.AppendInt(p.line, offset, 10)
-			p.line = append(p.line, "–"...)
-			p.line = strconv.AppendInt(p.line, end-1, 10)
-			p.line = append(p.line, " unreadable ("...)
-			p.line = strconv.AppendInt(p.line, end-offset, 10)
-			p.line = append(p.line, " bytes)"...)
-		}
-		if msg != "" {
-			p.line = append(p.line, ": "...)
-			p.line = appendEscaped(p.line, []byte(msg), true)
-		}
+		p.line = appendDamageMsg(p.line, file, offset, end, torn, msg)
 		p.line = append(p.line, p.off(styleDamage)...)
 		p.line = append(p.line, '\n')
 		p.out(nil, p.line)
@@ -746,23 +735,12 @@ func (p *Printer) gap(st *streamInfo, g Gap) {
 		p.line = append(p.line, `,"count":`...)
 		p.line = strconv.AppendUint(p.line, g.Count, 10)
 		p.line = append(p.line, "}}\n"...)
+		p.line = p.withText(p.line, appendGapMsg(p.msg[:0], g))
 	default:
 		p.cutBefore(st, g.From, nil)
 		p.lossPrefix("gap")
 		p.line = append(p.line, p.on(styleLoss)...)
-		p.line = append(p.line, "positions "...)
-		p.line = strconv.AppendUint(p.line, uint64(g.From), 10)
-		if g.To != g.From {
-			p.line = append(p.line, "–"...)
-			p.line = strconv.AppendUint(p.line, uint64(g.To), 10)
-		}
-		p.line = append(p.line, " missing ("...)
-		p.line = strconv.AppendUint(p.line, g.Count, 10)
-		if g.Count == 1 {
-			p.line = append(p.line, " frame)"...)
-		} else {
-			p.line = append(p.line, " frames)"...)
-		}
+		p.line = appendGapMsg(p.line, g)
 		p.line = append(p.line, p.off(styleLoss)...)
 		p.line = append(p.line, '\n')
 		p.out(st, p.line)
@@ -783,12 +761,12 @@ func (p *Printer) start(st *streamInfo, pos frames.Position) {
 		p.line = append(p.line, `,"start":{"position":`...)
 		p.line = strconv.AppendUint(p.line, uint64(pos), 10)
 		p.line = append(p.line, "}}\n"...)
+		p.line = p.withText(p.line, appendStartMsg(p.msg[:0], pos))
 		p.write(p.line)
 	default:
 		p.lossPrefix("start")
-		p.line = append(p.line, "starts at position "...)
-		p.line = strconv.AppendUint(p.line, uint64(pos), 10)
-		p.line = append(p.line, ": earlier frames not in the input\n"...)
+		p.line = appendStartMsg(p.line, pos)
+		p.line = append(p.line, '\n')
 		p.out(st, p.line)
 	}
 }
@@ -816,21 +794,13 @@ func (p *Printer) drop(st *streamInfo, d Drop) {
 		p.line = append(p.line, `,"reason":`...)
 		p.line = appendJSONString(p.line, d.Reason)
 		p.line = append(p.line, "}}\n"...)
+		p.line = p.withText(p.line, appendDropMsg(p.msg[:0], d))
 		p.write(p.line)
 	default:
 		p.cutBefore(st, d.Before, nil)
 		p.lossPrefix("dropped")
 		p.line = append(p.line, p.on(styleLoss)...)
-		p.line = strconv.AppendUint(p.line, d.Frames, 10)
-		if d.Frames == 1 {
-			p.line = append(p.line, " frame before position "...)
-		} else {
-			p.line = append(p.line, " frames before position "...)
-		}
-		p.line = strconv.AppendUint(p.line, uint64(d.Before), 10)
-		p.line = append(p.line, " ("...)
-		p.line = appendEscaped(p.line, []byte(d.Reason), true)
-		p.line = append(p.line, ')')
+		p.line = appendDropMsg(p.line, d)
 		p.line = append(p.line, p.off(styleLoss)...)
 		p.line = append(p.line, '\n')
 		p.out(st, p.line)
@@ -1056,8 +1026,14 @@ func (p *Printer) jsonFrame(st *streamInfo, ci *chanInfo, kind ItemKind, f *fram
 		}
 	case ci.kind == frames.KindJSONRecord:
 		b = append(b, `,"record":`...)
+		rec := len(b)
 		if b, ok = appendCompactJSON(b, f.Payload); !ok {
 			b = b[:n]
+		} else if !p.opts.JSONFrames {
+			// The record as ds log shows it, for jq's test() (see withText).
+			p.msg = append(p.msg[:0], b[rec:]...)
+			b = append(b, `,"text":`...)
+			b, _ = appendJSONQuoted(b, p.msg)
 		}
 	}
 	if !ok {
@@ -1070,6 +1046,12 @@ func (p *Printer) jsonFrame(st *streamInfo, ci *chanInfo, kind ItemKind, f *fram
 			b = append(b, `,"utf8":false`...)
 		case ci.kind == frames.KindJSONRecord:
 			b = append(b, `,"invalid_json":true`...)
+		}
+		if !p.opts.JSONFrames {
+			// The bytes as ds log shows them, escaped.
+			p.msg = appendEscaped(p.msg[:0], f.Payload, true)
+			b = append(b, `,"text":`...)
+			b, _ = appendJSONQuoted(b, p.msg)
 		}
 	}
 	switch kind {

@@ -48,7 +48,7 @@ func TestLogTextMergedWithNames(t *testing.T) {
 	got := printItems(t, LogOptions{}, on(1, 0, res0), on(2, 2, "hello"))
 	want := "" +
 		"     0  host.resource        {\"cpu_pct\":12.5,\"mem_mb\":1024}\n" +
-		"     ~  gap                  positions 1 missing (1 frame)\n" +
+		"     ~  gap                  position 1 missing (1 frame)\n" +
 		"     2  proc.trainer.stdout  hello\n"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
@@ -532,7 +532,7 @@ func TestLogChannelIDs(t *testing.T) {
 	}
 	js := run(FormatJSON)
 	for _, want := range []string{
-		`"position":0,"channel":null,"channel_id":4294967295,"content":null,"bytes_b64":"eAo="}`,
+		`"position":0,"channel":null,"channel_id":4294967295,"content":null,"bytes_b64":"eAo=","text":"x\\x0a"}`,
 		`"position":1234567,"last_position":1234567,"channel":"big","channel_id":4294967295,"content":"TextStream","text":"jo","partial":true}`,
 		`"position":1234570,"last_position":1234570,"channel":"small","channel_id":7,"content":"TextStream","text":"seven\n"}`,
 	} {

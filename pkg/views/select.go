@@ -3,6 +3,8 @@ package views
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -184,7 +186,7 @@ func ParseTimeBound(s string, now time.Time, loc *time.Location) (TimeBound, err
 		return TimeBound{UnixNS: now.Add(-d).UnixNano()}, nil
 	case s[0] == '@':
 		f, err := strconv.ParseFloat(s[1:], 64)
-		if err != nil {
+		if err != nil || math.IsNaN(f) || math.Abs(f) > math.MaxInt64/1e9 {
 			return TimeBound{}, fmt.Errorf("time %q: want @ and Unix seconds", s)
 		}
 		return TimeBound{UnixNS: int64(f * 1e9)}, nil
@@ -336,4 +338,91 @@ func unescapeNode(s string) (string, error) {
 		i += 2
 	}
 	return string(b), nil
+}
+
+// SelectStreams returns a Sink that passes to sink only what concerns the
+// streams that sel's stream filters (Nodes, Streams, Origins) select:
+// segment headers, declarations, frames and ends of other streams are
+// dropped; damage, which concerns an input, always passes. It lets a view
+// without a printer (ds gaps, ds series, ds latest) take --node, --stream
+// and --origin. A stream's origin is known from its segment header: a
+// frame before any header of its stream passes when Origins is empty.
+//
+// Unmatched, called once the inputs are read, names the stream filters
+// that matched no stream of the inputs ("--node n9"), as
+// [Printer.Unmatched] does.
+func SelectStreams(sink Sink, sel Selection) *StreamSelector {
+	return &StreamSelector{Sink: sink, sel: sel, shown: make(map[frames.StreamID]bool), origins: make(map[frames.StreamOrigin]bool)}
+}
+
+// StreamSelector is the Sink [SelectStreams] returns.
+type StreamSelector struct {
+	Sink
+	sel     Selection
+	shown   map[frames.StreamID]bool
+	origins map[frames.StreamOrigin]bool // of the headers read
+}
+
+// Unmatched returns the stream filters that matched no stream read.
+func (s *StreamSelector) Unmatched() []string {
+	var out []string
+	for _, n := range s.sel.Nodes {
+		if !slices.ContainsFunc(slices.Collect(maps.Keys(s.shown)), func(id frames.StreamID) bool { return id.Node == n }) {
+			out = append(out, "--node "+string(n))
+		}
+	}
+	for _, id := range s.sel.Streams {
+		if _, ok := s.shown[id]; !ok {
+			out = append(out, "--stream "+id.String())
+		}
+	}
+	for _, o := range s.sel.Origins {
+		if !s.origins[o] {
+			out = append(out, "--origin "+o.String())
+		}
+	}
+	return out
+}
+
+func (s *StreamSelector) visible(id frames.StreamID) bool {
+	v, ok := s.shown[id]
+	if !ok {
+		v = len(s.sel.Origins) == 0 && s.sel.streamVisible(frames.StreamDescriptor{Stream: id})
+		s.shown[id] = v
+	}
+	return v
+}
+
+func (s *StreamSelector) Header(h SegmentHeader) {
+	v := s.sel.streamVisible(h.Stream)
+	s.shown[h.Stream.Stream] = v
+	s.origins[h.Stream.Origin] = true
+	if v {
+		s.Sink.Header(h)
+	}
+}
+
+func (s *StreamSelector) Channel(d frames.ChannelDescriptor) {
+	if s.visible(d.Stream) {
+		s.Sink.Channel(d)
+	}
+}
+
+func (s *StreamSelector) Frame(id frames.StreamID, f frames.Frame) {
+	if s.visible(id) {
+		s.Sink.Frame(id, f)
+	}
+}
+
+func (s *StreamSelector) Ended(id frames.StreamID) {
+	if s.visible(id) {
+		s.Sink.Ended(id)
+	}
+}
+
+// Idle passes the Idler call on, when sink has one.
+func (s *StreamSelector) Idle(quiet bool) {
+	if i, ok := s.Sink.(Idler); ok {
+		i.Idle(quiet)
+	}
 }

@@ -305,7 +305,7 @@ func TestPrinterColor(t *testing.T) {
 		"     \x1b[2m2\x1b[0m  \x1b[31mproc.job.stderr\x1b[0m     warning: \\x1b]0;title\\x07x\n" +
 		"     \x1b[2m3\x1b[0m  \x1b[36mproc.job.lifecycle\x1b[0m  {\"event\":\"started\",\"pid\":7}\n" +
 		"     \x1b[2m4\x1b[0m  host.cpu            {\"cpu\":1}\n" +
-		"     \x1b[1;33m~\x1b[0m  \x1b[1;33mgap\x1b[0m                 \x1b[1;33mpositions 5 missing (1 frame)\x1b[0m\n" +
+		"     \x1b[1;33m~\x1b[0m  \x1b[1;33mgap\x1b[0m                 \x1b[1;33mposition 5 missing (1 frame)\x1b[0m\n" +
 		"     \x1b[2m6\x1b[0m  proc.job.stdout     tab\there\n"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("colour (-want +got):\n%s", diff)
@@ -317,7 +317,7 @@ func TestPrinterColor(t *testing.T) {
 		"     2  proc.job.stderr     warning: \\x1b]0;title\\x07x\n" +
 		"     3  proc.job.lifecycle  {\"event\":\"started\",\"pid\":7}\n" +
 		"     4  host.cpu            {\"cpu\":1}\n" +
-		"     ~  gap                 positions 5 missing (1 frame)\n" +
+		"     ~  gap                 position 5 missing (1 frame)\n" +
 		"     6  proc.job.stdout     tab\there\n"
 	if diff := cmp.Diff(wantPlain, plain); diff != "" {
 		t.Errorf("plain (-want +got):\n%s", diff)
