@@ -684,7 +684,7 @@ func WriteInfoText(w io.Writer, files []FileSummary, streams []StreamSummary) er
 // writeInfoText writes the report for people, building and writing one
 // stream at a time (columns are aligned within each stream's block).
 func writeInfoText(w io.Writer, files []FileSummary, n int, stream func(int) StreamSummary) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := tabwriter.NewWriter(newSafeWriter(w), 0, 8, 2, ' ', 0)
 	for _, f := range files {
 		fmt.Fprintf(tw, "file %s: %d bytes, %d segments", f.Name, f.Bytes, f.Segments)
 		n := max(f.DamageCount, uint64(len(f.Damage)))

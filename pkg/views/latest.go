@@ -168,7 +168,7 @@ func WriteLatestText(w io.Writer, entries []LatestEntry) error {
 		}
 		timeW = max(timeW, len(times[i]))
 	}
-	bw := bufio.NewWriter(w)
+	bw := bufio.NewWriter(newSafeWriter(w))
 	var b []byte
 	for i, e := range entries {
 		b = appendPadded(b[:0], e.Stream.String(), streamW)

@@ -1,6 +1,8 @@
 package views
 
 import (
+	"bytes"
+	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -336,4 +338,39 @@ func appendTerminalSafe(b []byte, from int) []byte {
 	rest := append([]byte(nil), tail[i:]...)
 	b, _, _ = appendTerminal(b[:from+i], rest, escapeTab)
 	return b
+}
+
+// safeWriter passes what a view writes for people (ds info, ds latest)
+// through the terminal rules line by line: names, labels, reasons and
+// messages a capture carries can never act on the reader's terminal.
+// Newlines and tabs pass; anything else the rules escape is escaped.
+type safeWriter struct {
+	w   io.Writer
+	buf []byte
+}
+
+// newSafeWriter returns w behind the terminal rules.
+func newSafeWriter(w io.Writer) *safeWriter { return &safeWriter{w: w} }
+
+func (s *safeWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	b := s.buf[:0]
+	for len(p) > 0 {
+		line := p
+		nl := bytes.IndexByte(p, '\n')
+		if nl >= 0 {
+			line = p[:nl]
+		}
+		b, _, _ = appendTerminal(b, line, 0)
+		if nl < 0 {
+			break
+		}
+		b = append(b, '\n')
+		p = p[nl+1:]
+	}
+	s.buf = b
+	if _, err := s.w.Write(b); err != nil {
+		return 0, err
+	}
+	return n, nil
 }

@@ -489,3 +489,19 @@ func BenchmarkEscapePlainASCII(b *testing.B) {
 		run(b, func(dst, line []byte) []byte { dst, _, _ = appendTerminal(dst, line, stopAtCR|passSGR); return dst })
 	})
 }
+
+// What ds info and ds latest print of a capture's names passes the
+// terminal rules, line by line.
+func TestSafeWriter(t *testing.T) {
+	var out bytes.Buffer
+	w := newSafeWriter(&out)
+	in := "stream n\x1b[2J1#1\n  label\tevil\u202ename\n"
+	n, err := w.Write([]byte(in))
+	if err != nil || n != len(in) {
+		t.Fatalf("Write = %d, %v; want %d", n, err, len(in))
+	}
+	want := "stream n\\x1b[2J1#1\n  label\tevil\\u202ename\n"
+	if got := out.String(); got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
