@@ -91,6 +91,7 @@ var flagChoices = map[string][]string{
 	"origin":   {"RemoteNode", "Orchestrator", "Bootstrap"},
 	"content":  {"text", "json", "bytes"},
 	"format":   {"json", "csv", "tsv"},
+	"color":    {"auto", "always", "never"},
 }
 
 // compFlag is a flag as the completion scripts see it.

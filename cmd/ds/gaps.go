@@ -66,7 +66,8 @@ concern a whole stream or input, not a channel, so there is no -c;
 listed whatever they select).
 
 Exit status: 0, even when there are losses, unless --check is given:
-then 1 when there is any loss (a live note is none). An input that is
+then 1 when there is any loss (a live note is none), and 2 when --node,
+--stream or --origin matched no stream (a mistyped name is no pass). An input that is
 damaged (a damaged range or a torn tail) gives 3 whatever --check says;
 an input that cannot be read gives 1.`,
 		Flags: append([]cli.Flag{
@@ -88,7 +89,7 @@ func gapsAction(ctx context.Context, c *cli.Command) error {
 	err = scanInputs(ctx, c.Args().Slice(), root.Reader, root.ErrWriter, false, func(in *input) views.Sink {
 		return ss.wrap(g.Input(in.name, in.live))
 	}, nil)
-	ss.warn(root.ErrWriter)
+	unmatched := ss.warn(root.ErrWriter)
 	var st *statusError
 	if err != nil && !errors.As(err, &st) {
 		return err // a usage error: nothing was read
@@ -109,6 +110,9 @@ func gapsAction(ctx context.Context, c *cli.Command) error {
 	switch {
 	case err != nil:
 		return err // exit 1 (an input could not be read) or 3 (damage)
+	case c.Bool("check") && unmatched:
+		// A mistyped --node must not pass a CI check as "no loss".
+		return &statusError{code: exitUsage}
 	case c.Bool("check") && t.Losses() > 0:
 		return &statusError{code: exitFailure}
 	}

@@ -58,6 +58,7 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 	if len(names) == 0 {
 		return usagef("no input given (name capture files, or - for stdin)")
 	}
+	names = expandNames(names, root.ErrWriter) // a directory: its captures
 	info := views.NewInfo(0)
 	scanAll := c.Bool("scan")
 	var firstErr error

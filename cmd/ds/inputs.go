@@ -206,10 +206,11 @@ const dirPoll = 250 * time.Millisecond
 //
 // With follow (-f), regular DSS files are followed as they grow (a file
 // truncated or replaced is read again from its start, with a note on
-// stderr; a file whose every stream has ended is done) and directories
-// are watched for new capture files, until SIGINT or SIGTERM, which end
-// it cleanly; stdin, pipes, DSQ1 and legacy files are read to their end.
-// Without directories it also returns once every input is done. Pipes and
+// stderr) and directories are watched for new capture files, until
+// SIGINT or SIGTERM, which end it cleanly, as tail -f follows (a stream
+// that ended may be followed by another, ds wrap --append); stdin, pipes,
+// DSQ1 and legacy files are read to their end, and with nothing left to
+// follow it returns. Pipes and
 // followed inputs are live: a partial last line shows after liveIdle of
 // quiet, and a quiet input does not hold the merge back.
 //
@@ -311,11 +312,8 @@ func scanOne(ctx context.Context, in *input, opts views.ScanOptions, sink views.
 	}
 	ff := &followFile{in: in, off: opts.Offset}
 	cr.r = ff
-	// Once every stream of the file has ended, the next end of input is
-	// final: the reader then reports an incomplete record as a torn tail.
-	opts.FollowWhile = func() bool { return !ff.done.Load() }
 	for {
-		err := views.ScanAny(ctx, cr, opts, &endWatch{Sink: sink, ff: ff, streams: make(map[frames.StreamID]bool)})
+		err := views.ScanAny(ctx, cr, opts, sink)
 		var why string
 		switch {
 		case errors.Is(err, errTruncated):
@@ -333,7 +331,6 @@ func scanOne(ctx context.Context, in *input, opts views.ScanOptions, sink views.
 		in.file.Close()
 		in.file, in.r = f, f
 		ff.off, opts.Offset = 0, 0
-		ff.done.Store(false)
 	}
 }
 
@@ -346,18 +343,19 @@ var (
 // followFile reads a file that grows. At its end it says whether the file
 // was truncated (it is now shorter than what was read) or replaced (the
 // name now leads to another file): errTruncated, errReplaced; otherwise
-// io.EOF, after which a following reader reads again later unless done is
-// set (every stream in it has ended: ScanOptions.FollowWhile).
+// io.EOF, after which a following reader reads again later. A file is
+// followed until the command is interrupted, as tail -f follows: a stream
+// that has ended may be followed by another (ds wrap --append), and an
+// incomplete record at the end is awaited, not reported.
 type followFile struct {
-	in   *input
-	off  int64 // file offset of the next byte
-	done atomic.Bool
+	in  *input
+	off int64 // file offset of the next byte
 }
 
 func (f *followFile) Read(p []byte) (int, error) {
 	n, err := f.in.file.Read(p)
 	f.off += int64(n)
-	if n > 0 || err != io.EOF || f.done.Load() {
+	if n > 0 || err != io.EOF {
 		return n, err
 	}
 	cur, err := f.in.file.Stat()
@@ -368,41 +366,6 @@ func (f *followFile) Read(p []byte) (int, error) {
 		return 0, errReplaced
 	}
 	return 0, io.EOF
-}
-
-// endWatch sits between a followed file and its sink: once every stream
-// the file holds has ended (StreamEnded), nothing more can come, and the
-// file is done at its end.
-type endWatch struct {
-	views.Sink
-	ff      *followFile
-	streams map[frames.StreamID]bool // seen; true once ended
-	open    int
-}
-
-func (e *endWatch) Header(h views.SegmentHeader) {
-	if ended, seen := e.streams[h.Stream.Stream]; !seen || ended {
-		e.streams[h.Stream.Stream] = false
-		e.open++
-	}
-	e.Sink.Header(h)
-}
-
-func (e *endWatch) Ended(s frames.StreamID) {
-	if ended, seen := e.streams[s]; seen && !ended {
-		e.streams[s] = true
-		if e.open--; e.open == 0 {
-			e.ff.done.Store(true)
-		}
-	}
-	e.Sink.Ended(s)
-}
-
-// Idle passes views.Idler on.
-func (e *endWatch) Idle(quiet bool) {
-	if i, ok := e.Sink.(views.Idler); ok {
-		i.Idle(quiet)
-	}
 }
 
 // dirWatch is a directory followed for new capture files.
@@ -570,7 +533,7 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 // prints them ("==> NAME <==" before each when there are several, or a
 // directory), then what is written to them from then on, from each
 // input's own printer (a header whenever the input printing changes),
-// until SIGINT or SIGTERM, or every input is done (see scanInputs).
+// until SIGINT or SIGTERM (see scanInputs).
 // Directories are watched for new capture files, printed from their
 // start.
 func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, stderr io.Writer, opts views.TailOptions) error {

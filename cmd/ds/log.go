@@ -99,9 +99,10 @@ holds are reported as trimmed, never skipped silently.
 -f (--follow) keeps reading capture files as they grow, and takes in the
 new capture files of the directories named, until interrupted (SIGINT or
 SIGTERM: exit 0, or 3 if what was read was damaged). A file truncated or
-replaced is read again from its start, with a note on stderr. A file is
-done once every stream in it has ended: without a directory to watch,
-ds log -f returns when every file is done. Stdin is read to its end.
+replaced is read again from its start, with a note on stderr. As with
+tail -f, a file is followed after its streams have ended (ds wrap
+--append may add one), and a record cut short at its end is awaited, not
+reported as a torn tail. Stdin is read to its end.
 
 Exit status 3 when an input is damaged: everything readable is printed
 first. A capture that ds wrap is still writing is read to its current end.`,

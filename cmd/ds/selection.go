@@ -192,10 +192,11 @@ func (s *streamSelection) wrap(sink views.Sink) views.Sink {
 	return x
 }
 
-// warn names on stderr the filters that matched no stream of any input.
-func (s *streamSelection) warn(w io.Writer) {
+// warn names on stderr the filters that matched no stream of any input,
+// and reports whether there were any.
+func (s *streamSelection) warn(w io.Writer) bool {
 	if len(s.used) == 0 {
-		return
+		return false
 	}
 	count := map[string]int{}
 	var order []string
@@ -216,4 +217,5 @@ func (s *streamSelection) warn(w io.Writer) {
 	if len(none) > 0 {
 		fmt.Fprintf(w, "ds: nothing in the inputs matches %s\n", strings.Join(none, ", "))
 	}
+	return len(none) > 0
 }

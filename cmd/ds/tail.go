@@ -48,9 +48,9 @@ as tail -f does, and what new capture files of the directories named hold,
 until interrupted (SIGINT or SIGTERM: exit 0, or 3 if what was read was
 damaged); with several inputs, a "==> NAME <==" line leads the lines of an
 input whenever another input printed last. A file truncated or replaced is
-read again from its start, with a note on stderr; a file is done once every
-stream in it has ended, and ds tail -f returns when every file is done,
-unless it watches a directory. Stdin and pipes are read to their end.
+read again from its start, with a note on stderr; a file is followed after
+its streams have ended (ds wrap --append may add one), as tail -f follows.
+Stdin and pipes are read to their end.
 With --cursor-file, -f prints everything after the cursor, then follows.
 
 ` + inputsHelp + `

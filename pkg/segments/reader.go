@@ -92,11 +92,6 @@ type ReaderOptions struct {
 	// file"). It is meant for regular files that another process appends
 	// to; an incomplete record at the end is awaited, not reported.
 	Follow bool
-	// FollowWhile, if not nil, is asked at each end of input while
-	// following: once it returns false, the reader stops following and the
-	// end is final (an incomplete record there is a torn tail). ds log -f
-	// stops when every stream of a file has ended.
-	FollowWhile func() bool
 	// PollInterval is how long a following reader waits before it reads
 	// again at the end of input: 0 means DefaultPollInterval.
 	PollInterval time.Duration
@@ -139,7 +134,6 @@ type Reader struct {
 	src          io.Reader
 	max          int
 	follow       bool
-	followWhile  func() bool
 	pollInterval time.Duration
 	ctx          context.Context
 
@@ -175,7 +169,7 @@ type Reader struct {
 // NewReader returns a Reader of src. It reads nothing yet: the first call
 // to [Reader.Next] does.
 func NewReader(src io.Reader, opts ReaderOptions) *Reader {
-	r := &Reader{src: src, max: opts.MaxRecordSize, follow: opts.Follow, followWhile: opts.FollowWhile, pollInterval: opts.PollInterval, ctx: opts.Context, base: opts.Offset, skipBefore: opts.SkipBefore, skipSummaries: opts.SkipSummaries}
+	r := &Reader{src: src, max: opts.MaxRecordSize, follow: opts.Follow, pollInterval: opts.PollInterval, ctx: opts.Context, base: opts.Offset, skipBefore: opts.SkipBefore, skipSummaries: opts.SkipSummaries}
 	if r.max <= 0 {
 		r.max = wireformat.DefaultMaxRecordSize
 	}
@@ -245,7 +239,7 @@ func (r *Reader) next(e *Entry) error {
 		}
 		err := r.fill(1)
 		if err == io.EOF {
-			if r.following() {
+			if r.follow {
 				if err := r.wait(); err != nil {
 					return err
 				}
@@ -343,15 +337,6 @@ func (r *Reader) makeRoom(n int) {
 	}
 	r.base += int64(keep)
 	r.r -= keep
-}
-
-// following reports whether the reader follows its input at an end of
-// input; once FollowWhile says no, it never follows again.
-func (r *Reader) following() bool {
-	if r.follow && r.followWhile != nil && !r.followWhile() {
-		r.follow = false
-	}
-	return r.follow
 }
 
 // wait waits for more input in follow mode.
@@ -622,7 +607,7 @@ func (r *Reader) damaged(x int64, cause error) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if !found && r.following() && x >= r.base {
+	if !found && r.follow && x >= r.base {
 		r.seek(x)
 		return false, r.wait()
 	}
@@ -723,7 +708,7 @@ func (r *Reader) resync(from int64) (int64, bool, error) {
 	if hdr >= 0 {
 		return hdr, true, nil
 	}
-	if r.following() && undetermined >= 0 {
+	if r.follow && undetermined >= 0 {
 		return undetermined, false, nil
 	}
 	return r.base + int64(r.w), false, nil

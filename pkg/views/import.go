@@ -262,7 +262,7 @@ func ScanAny(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink) erro
 // returns io.EOF for an empty input (with opts.Follow, it waits for its
 // first bytes instead), and ErrNotCapture.
 func openSource(ctx context.Context, f *batchFeed, opts ScanOptions, anyFormat bool) (entrySource, error) {
-	ropts := segments.ReaderOptions{Follow: opts.Follow, FollowWhile: opts.FollowWhile, Context: ctx, MaxRecordSize: opts.MaxRecordSize, Offset: opts.Offset, SkipBefore: opts.SkipBefore, SkipSummaries: true}
+	ropts := segments.ReaderOptions{Follow: opts.Follow, Context: ctx, MaxRecordSize: opts.MaxRecordSize, Offset: opts.Offset, SkipBefore: opts.SkipBefore, SkipSummaries: true}
 	if !anyFormat {
 		return segments.NewReader(f, ropts), nil
 	}

@@ -684,7 +684,9 @@ func WriteInfoText(w io.Writer, files []FileSummary, streams []StreamSummary) er
 // writeInfoText writes the report for people, building and writing one
 // stream at a time (columns are aligned within each stream's block).
 func writeInfoText(w io.Writer, files []FileSummary, n int, stream func(int) StreamSummary) error {
-	tw := tabwriter.NewWriter(newSafeWriter(w), 0, 8, 2, ' ', 0)
+	tabs := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	// What a capture names is escaped before the columns are measured.
+	tw := newSafeWriter(tabs)
 	for _, f := range files {
 		fmt.Fprintf(tw, "file %s: %d bytes, %d segments", f.Name, f.Bytes, f.Segments)
 		n := max(f.DamageCount, uint64(len(f.Damage)))
@@ -705,7 +707,7 @@ func writeInfoText(w io.Writer, files []FileSummary, n int, stream func(int) Str
 		}
 	}
 	for i := range n {
-		if err := tw.Flush(); err != nil {
+		if err := tabs.Flush(); err != nil {
 			return err
 		}
 		s := stream(i)
@@ -762,5 +764,5 @@ func writeInfoText(w io.Writer, files []FileSummary, n int, stream func(int) Str
 			fmt.Fprintf(tw, "    %d\t%s\t%s\t%d\t%d\n", c.ID, name, c.Content, c.Frames, c.Bytes)
 		}
 	}
-	return tw.Flush()
+	return tabs.Flush()
 }

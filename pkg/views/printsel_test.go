@@ -2,6 +2,7 @@ package views
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -313,4 +314,74 @@ func TestStreamColumnExpected(t *testing.T) {
 	if got := out.String(); got != "     0  a                 one\n" {
 		t.Fatalf("single stream %q", got)
 	}
+}
+
+// FuzzJSONLinesExact: however a text channel's bytes are cut into frames,
+// the "text" (or "bytes_b64") of ds log --json's per-line objects, in
+// order, are those bytes exactly: lines are joined across frames and
+// nothing is added or lost.
+func FuzzJSONLinesExact(f *testing.F) {
+	f.Add([]byte("one\ntwo\r\nthree"), []byte{2, 5})
+	f.Add([]byte("\xff\xfe\n\n\r\rx\n"), []byte{1, 1, 1})
+	f.Add([]byte("a\x1b[2Jb\u202ec\n"), []byte{0, 3})
+	f.Fuzz(func(t *testing.T, data, cuts []byte) {
+		var frs []frames.Frame
+		rest := data
+		for i := 0; len(rest) > 0; i++ {
+			n := len(rest)
+			if i < len(cuts) {
+				n = min(n, int(cuts[i])+1)
+			}
+			frs = append(frs, on(2, uint64(len(frs)), string(rest[:n])))
+			rest = rest[n:]
+		}
+		out := printItems(t, LogOptions{Format: FormatJSON}, frs...)
+		var got []byte
+		for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			if line == "" {
+				continue
+			}
+			var obj struct {
+				Text  *string `json:"text"`
+				Bytes []byte  `json:"bytes_b64"`
+			}
+			if err := json.Unmarshal([]byte(line), &obj); err != nil {
+				t.Fatalf("not JSON: %q: %v", line, err)
+			}
+			switch {
+			case obj.Bytes != nil:
+				got = append(got, obj.Bytes...)
+			case obj.Text != nil:
+				got = append(got, *obj.Text...)
+			default:
+				t.Fatalf("no text: %q", line)
+			}
+		}
+		if !bytes.Equal(got, data) {
+			t.Fatalf("joined %q, want %q\n%s", got, data, out)
+		}
+	})
+}
+
+// FuzzParseCursor: a cursor's text form parses back to the same cursor,
+// and no input makes ParseCursor or ParseTimeBound panic.
+func FuzzParseCursor(f *testing.F) {
+	f.Add("n1#7=42,we%20ird#1=0")
+	f.Add("%zz#1=1")
+	f.Add("@1e300")
+	f.Fuzz(func(t *testing.T, s string) {
+		ParseTimeBound(s, time.Unix(1764583200, 0), time.UTC)
+		ParsePositionRange(s)
+		c, err := ParseCursor(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseCursor(c.String())
+		if err != nil {
+			t.Fatalf("%q → %q does not parse: %v", s, c.String(), err)
+		}
+		if diff := cmp.Diff(c, back); diff != "" {
+			t.Fatalf("%q: round trip (-first +second):\n%s", s, diff)
+		}
+	})
 }

@@ -323,7 +323,7 @@ func (p *Printer) Expect(streams []frames.StreamID) {
 			col = string(s.Node)
 		}
 		p.short[s] = col
-		p.streamW = max(p.streamW, utf8.RuneCountInString(col))
+		p.streamW = max(p.streamW, nameWidth(col))
 	}
 	if len(streams) > 1 && p.opts.StreamColumn == StreamColumnAuto {
 		p.multi = true
@@ -339,9 +339,9 @@ func (p *Printer) Stream(d frames.StreamDescriptor) {
 		return
 	}
 	st := newStreamInfo(d, p.opts.Format)
-	st.col, st.colW = st.name, st.nameW
+	st.col, st.colW = st.name, nameWidth(st.name)
 	if c, ok := p.short[d.Stream]; ok {
-		st.col, st.colW = c, utf8.RuneCountInString(c)
+		st.col, st.colW = c, nameWidth(c)
 	}
 	p.streamW = max(p.streamW, st.colW)
 	st.hidden = !p.sel.streamVisible(d)
@@ -365,7 +365,7 @@ func (p *Printer) Channel(d frames.ChannelDescriptor) {
 	if st.channel(d.ID) != nil {
 		return
 	}
-	ci := &chanInfo{desc: d, width: utf8.RuneCountInString(d.Name), visible: p.isVisible(d), kind: d.Content.Kind}
+	ci := &chanInfo{desc: d, width: nameWidth(d.Name), visible: p.isVisible(d), kind: d.Content.Kind}
 	if !st.hidden {
 		p.matchChannel(d)
 	}
@@ -384,8 +384,8 @@ func (p *Printer) Channel(d frames.ChannelDescriptor) {
 	case frames.HealthChannel:
 		st.healthID, st.hasHealth = d.ID, true
 	}
-	if ci.visible && len(d.Name) > p.nameW && len(d.Name) <= 40 {
-		p.nameW = len(d.Name)
+	if ci.visible && ci.width > p.nameW && ci.width <= 40 {
+		p.nameW = ci.width
 	}
 }
 

@@ -53,10 +53,6 @@ type ScanOptions struct {
 	// Follow waits for a growing input to grow instead of stopping at its
 	// end, until ctx is done (tail -f).
 	Follow bool
-	// FollowWhile, if not nil, ends following once it returns false
-	// (segments.ReaderOptions.FollowWhile): the end of input is then
-	// final, and an incomplete record there a torn tail.
-	FollowWhile func() bool
 	// MaxRecordSize overrides the reader's record size limit (0: default).
 	MaxRecordSize int
 	// Offset is the input offset of r's first byte, when r is part of a

@@ -184,6 +184,15 @@ func appendName(b []byte, name string, width int) ([]byte, int) {
 	return b, utf8.RuneCount(b[n:])
 }
 
+// nameWidth returns the columns name takes once escaped (appendName).
+func nameWidth(name string) int {
+	if printableASCII(name) {
+		return len(name)
+	}
+	_, w := appendName(nil, name, 0)
+	return w
+}
+
 // A style is the SGR sequence that starts it; sgrReset ends it.
 type style string
 
