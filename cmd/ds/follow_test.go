@@ -362,3 +362,36 @@ func TestTailFollowNewCursor(t *testing.T) {
 		t.Fatalf("resumed run: exit %d, %q (stderr %s), want \"third\\n\"", code, rest, errOut)
 	}
 }
+
+// ds series reading a live pipe prints each row as its frame arrives.
+func TestSeriesLivePipe(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	cmd, out, stderr := startDS(t, pr, "series", "app.m", "--field", "a", "-o", "csv", "-")
+	pr.Close()
+	w, err := segments.NewWriter(pw, frames.StreamDescriptor{Stream: liveStream},
+		[]frames.ChannelDescriptor{{Stream: liveStream, ID: 1, Name: "app.m", Content: frames.JSONRecord("app.m")}}, segments.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(pos uint64, s string) {
+		if err := w.WriteFrame(frames.Frame{Channel: 1, Position: frames.Position(pos), Payload: []byte(s)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(0, `{"a":1}`)
+	out.waitFor(t, ",1") // the first row, before the second frame is written
+	write(1, `{"a":2}`)
+	out.waitFor(t, ",2")
+	w.Close()
+	pw.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("ds series: %v; stderr %s", err, stderr)
+	}
+}

@@ -226,6 +226,20 @@ func (s *Series) Frame(id frames.StreamID, f frames.Frame) { s.a.Add(id, f) }
 // Ended implements Sink: the stream's held frames are printed.
 func (s *Series) Ended(id frames.StreamID) { s.a.FlushStream(id) }
 
+// Idle implements [Idler]: when the input has nothing more for now (a
+// live pipe), the rows printed so far are written out.
+func (s *Series) Idle(quiet bool) {
+	if s.closed {
+		return
+	}
+	if s.csv != nil {
+		s.csv.Flush()
+	}
+	if err := s.w.Flush(); err != nil && s.err == nil {
+		s.err = err
+	}
+}
+
 // Damage implements Sink. A series has no place for damage in its output;
 // the caller reports it (on stderr).
 func (s *Series) Damage(offset, end int64, torn bool, err error) {}
