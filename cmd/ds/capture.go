@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mattn/go-isatty"
+	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
@@ -143,6 +144,20 @@ func newCaptureFile(dir, label string, now time.Time) (string, *os.File, error) 
 			return "", nil, fmt.Errorf("lock %s: %w", name, err)
 		}
 		return name, f, nil
+	}
+}
+
+// captureFlags are the flags of the stream and capture file that every
+// producer (ds wrap, ds emit) takes: --node, --life, --origin,
+// --compress, --flush, --sync.
+func captureFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "node", Usage: "stream `NODE` (default: $DS_NODE, else the host name)"},
+		&cli.Uint64Flag{Name: "life", Usage: "stream `LIFE` (default: start time in ns since the Unix epoch)"},
+		&cli.StringFlag{Name: "origin", Value: "RemoteNode", Usage: "stream `ORIGIN`: RemoteNode, Orchestrator or Bootstrap"},
+		&cli.StringFlag{Name: "compress", Value: "auto", Usage: "`CODEC` for the capture: zstd, none, or auto (zstd for files, none for stdout, pipes and devices)"},
+		&cli.DurationFlag{Name: "flush", Value: 100 * time.Millisecond, Usage: "drain and flush the capture every `INTERVAL`"},
+		&cli.BoolFlag{Name: "sync", Usage: "fsync the capture at every flush"},
 	}
 }
 

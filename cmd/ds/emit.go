@@ -109,7 +109,7 @@ Exit status: 0 at EOF or a stop signal with every line recorded; 1 when a
 line was refused (json) or could not be recorded, when stdin could not be
 read, or when the capture could not be written; 2 for a usage error (bad
 channel name, flags).`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "channel", Aliases: []string{"c"}, Usage: "record stdin on `CHANNEL` (required; dotted name, e.g. sys.journal)"},
 			&cli.StringFlag{Name: "content", Value: "text", Usage: "`KIND` of stdin: text (a frame per line), json (a record per line) or bytes (a frame per read)"},
 			&cli.StringFlag{Name: "schema", Usage: "with --content json: the records' `SCHEMA` name in the catalog (default: none)"},
@@ -117,13 +117,7 @@ channel name, flags).`,
 			&cli.StringFlag{Name: "label", Usage: "stream `LABEL` and file name prefix (default: the channel name, cleaned)"},
 			&cli.BoolFlag{Name: "append", Usage: "add the stream to an existing capture (refused when the file is not a capture)"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace an existing -o FILE (by default an existing file is never replaced)"},
-			&cli.StringFlag{Name: "node", Usage: "stream `NODE` (default: $DS_NODE, else the host name)"},
-			&cli.Uint64Flag{Name: "life", Usage: "stream `LIFE` (default: start time in ns since the Unix epoch)"},
-			&cli.StringFlag{Name: "origin", Value: "RemoteNode", Usage: "stream `ORIGIN`: RemoteNode, Orchestrator or Bootstrap"},
-			&cli.StringFlag{Name: "compress", Value: "auto", Usage: "`CODEC` for the capture: zstd, none, or auto (zstd for files, none for stdout, pipes and devices)"},
-			&cli.DurationFlag{Name: "flush", Value: 100 * time.Millisecond, Usage: "drain and flush the capture every `INTERVAL`"},
-			&cli.BoolFlag{Name: "sync", Usage: "fsync the capture at every flush"},
-		},
+		}, captureFlags()...),
 		Action: emitAction,
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v3"
 
@@ -103,7 +102,7 @@ times larger than zstd -3 of the text. With --backpressure every block is
 compressed, and the command runs at the speed of compression.
 
 With -o - the capture goes to stdout and CMD's stdout is not passed through.`,
-		Flags: []cli.Flag{
+		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "capture `FILE`, directory, or - for stdout (default: LABEL-TIME.dss here)"},
 			&cli.StringFlag{Name: "label", Usage: "process `LABEL` in channel names (default: the command's basename)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "record only; do not pass the output through"},
@@ -111,15 +110,9 @@ With -o - the capture goes to stdout and CMD's stdout is not passed through.`,
 			&cli.BoolFlag{Name: "append", Usage: "add a stream to an existing capture (refused when the file is not a capture)"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace an existing -o FILE (by default an existing file is never replaced)"},
 			&cli.BoolFlag{Name: "backpressure", Usage: "when the capture cannot keep up, slow CMD down (as a pipe would) instead of dropping output"},
-			&cli.StringFlag{Name: "node", Usage: "stream `NODE` (default: $DS_NODE, else the host name)"},
-			&cli.Uint64Flag{Name: "life", Usage: "stream `LIFE` (default: start time in ns since the Unix epoch)"},
-			&cli.StringFlag{Name: "origin", Value: "RemoteNode", Usage: "stream `ORIGIN`: RemoteNode, Orchestrator or Bootstrap"},
-			&cli.StringFlag{Name: "compress", Value: "auto", Usage: "`CODEC` for the capture: zstd, none, or auto (zstd for files, none for stdout, pipes and devices)"},
-			&cli.DurationFlag{Name: "flush", Value: 100 * time.Millisecond, Usage: "drain and flush the capture every `INTERVAL`"},
-			&cli.BoolFlag{Name: "sync", Usage: "fsync the capture at every flush"},
+		}, captureFlags()...),
 			&cli.IntFlag{Name: "queue", Value: frames.DefaultMuxCapacity, Usage: "the capture queue holds at most `FRAMES` output frames (and 256 MiB of them, written or not)"},
-			&cli.DurationFlag{Name: "grace", Value: proc.DefaultGrace, Usage: "time between TERM and KILL"},
-		},
+			&cli.DurationFlag{Name: "grace", Value: proc.DefaultGrace, Usage: "time between TERM and KILL"}),
 		// Flags end at the command: ds wrap make -j4 test works without --.
 		StopOnNthArg: &one,
 		Action:       wrapAction,
