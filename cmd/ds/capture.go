@@ -161,6 +161,22 @@ func captureFlags() []cli.Flag {
 	}
 }
 
+// captureOptionsFrom reads the capture flags (captureFlags, -o, --append,
+// --overwrite) of producer command c and checks what they say together.
+func captureOptionsFrom(c *cli.Command) (captureOptions, error) {
+	if c.IsSet("node") && c.String("node") == "" {
+		return captureOptions{}, usagef("%s: --node must not be empty", c.Name)
+	}
+	if c.Bool("append") && c.Bool("overwrite") {
+		return captureOptions{}, usagef("%s: --append and --overwrite contradict each other", c.Name)
+	}
+	return captureOptions{
+		Output: c.String("output"), Append: c.Bool("append"), Overwrite: c.Bool("overwrite"),
+		Node: c.String("node"), Life: c.Uint64("life"), Origin: c.String("origin"),
+		Compress: c.String("compress"), Flush: c.Duration("flush"), Sync: c.Bool("sync"),
+	}, nil
+}
+
 func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) {
 	now := time.Now()
 	node := o.Node

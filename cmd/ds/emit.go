@@ -135,22 +135,12 @@ func emitAction(ctx context.Context, c *cli.Command) error {
 	if c.Args().Len() > 0 {
 		return usagef("emit: unexpected argument %q (ds emit reads stdin only)", c.Args().First())
 	}
-	if c.IsSet("node") && c.String("node") == "" {
-		return usagef("emit: --node must not be empty")
+	copts, err := captureOptionsFrom(c)
+	if err != nil {
+		return err
 	}
-	if c.Bool("append") && c.Bool("overwrite") {
-		return usagef("emit: --append and --overwrite contradict each other")
-	}
-	opts := emitOptions{
-		Channel: c.String("channel"), Schema: c.String("schema"),
-		Capture: captureOptions{
-			Output: c.String("output"), Append: c.Bool("append"), Overwrite: c.Bool("overwrite"),
-			Backpressure: true, Node: c.String("node"), Life: c.Uint64("life"),
-			Origin: c.String("origin"), Compress: c.String("compress"),
-			Flush: c.Duration("flush"), Sync: c.Bool("sync"), Queue: frames.DefaultMuxCapacity,
-		},
-	}
-	var err error
+	copts.Backpressure, copts.Queue = true, frames.DefaultMuxCapacity
+	opts := emitOptions{Channel: c.String("channel"), Schema: c.String("schema"), Capture: copts}
 	if opts.Mode, err = parseEmitMode(c.String("content")); err != nil {
 		return err
 	}

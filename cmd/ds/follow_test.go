@@ -112,12 +112,28 @@ var liveStream = frames.StreamID{Node: "live", Life: 1}
 // liveWriter writes a capture of liveStream (channel 1, text) to w.
 func liveWriter(t *testing.T, w io.Writer) *segments.Writer {
 	t.Helper()
-	sw, err := segments.NewWriter(w, frames.StreamDescriptor{Stream: liveStream},
-		[]frames.ChannelDescriptor{{Stream: liveStream, ID: 1, Name: "proc.live.stdout", Content: frames.TextStream()}}, segments.WriterOptions{})
+	return liveWriterOf(t, w, frames.ChannelDescriptor{Stream: liveStream, ID: 1, Name: "proc.live.stdout", Content: frames.TextStream()})
+}
+
+// liveWriterOf is liveWriter with channel 1 described by d.
+func liveWriterOf(t *testing.T, w io.Writer, d frames.ChannelDescriptor) *segments.Writer {
+	t.Helper()
+	sw, err := segments.NewWriter(w, frames.StreamDescriptor{Stream: liveStream}, []frames.ChannelDescriptor{d}, segments.WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sw
+}
+
+// writeFlushed writes a frame of channel 1 at pos and flushes it out.
+func writeFlushed(t *testing.T, w *segments.Writer, pos uint64, payload string) {
+	t.Helper()
+	if err := w.WriteFrame(frames.Frame{Channel: 1, Position: frames.Position(pos), Payload: []byte(payload)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestLogLivePipe: ds log - prints each line of a live pipe as soon as its
@@ -132,14 +148,7 @@ func TestLogLivePipe(t *testing.T) {
 	cmd, out, stderr := startDS(t, pr, "log", "-")
 	pr.Close()
 	w := liveWriter(t, pw)
-	write := func(pos uint64, s string) {
-		if err := w.WriteFrame(frames.Frame{Channel: 1, Position: frames.Position(pos), Payload: []byte(s)}); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Flush(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(pos uint64, s string) { writeFlushed(t, w, pos, s) }
 	write(0, "one\n")
 	out.waitFor(t, "proc.live.stdout  one") // before anything more is written
 	// A line without its newline shows after a short quiet time.
@@ -157,13 +166,12 @@ func TestLogLivePipe(t *testing.T) {
 	}
 }
 
-// TestTailFollowWrap: ds tail -f prints the last lines of a capture that
-// ds wrap is writing, then the new lines as they are written, until
-// SIGINT, which ends it cleanly (exit 0).
-func TestTailFollowWrap(t *testing.T) {
-	dir := t.TempDir()
-	capture := filepath.Join(dir, "run.dss")
-	wrap := dsCommand("wrap", "-q", "--flush", "20ms", "-o", capture, "--", "sh", "-c", "echo first; echo second; read a; echo third; read b; echo fourth")
+// startWrap starts ds wrap writing capture, running sh -c script with its
+// stdin fed by the returned pipe (a script waits with read), and returns
+// once ds log finds want in the capture.
+func startWrap(t *testing.T, capture, script, want string) (*exec.Cmd, io.WriteCloser) {
+	t.Helper()
+	wrap := dsCommand("wrap", "-q", "--flush", "20ms", "-o", capture, "--", "sh", "-c", script)
 	feed, err := wrap.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -175,18 +183,26 @@ func TestTailFollowWrap(t *testing.T) {
 		feed.Close()
 		wrap.Wait()
 	})
-	// Wait for the first lines to be in the capture.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		code, out, _ := runInputs(t, nil, "log", "--cat", capture)
-		if code == 0 && strings.Contains(out, "second") {
-			break
+		if code == 0 && strings.Contains(out, want) {
+			return wrap, feed
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("ds wrap wrote nothing within 10 s")
+			t.Fatalf("ds wrap wrote no %q within 10 s", want)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestTailFollowWrap: ds tail -f prints the last lines of a capture that
+// ds wrap is writing, then the new lines as they are written, until
+// SIGINT, which ends it cleanly (exit 0).
+func TestTailFollowWrap(t *testing.T) {
+	dir := t.TempDir()
+	capture := filepath.Join(dir, "run.dss")
+	_, feed := startWrap(t, capture, "echo first; echo second; read a; echo third; read b; echo fourth", "second")
 	tail, out, stderr := startDS(t, nil, "tail", "-f", "-n", "1", "--cat", capture)
 	if before := out.waitFor(t, "second"); len(before) != 0 {
 		t.Errorf("before the last line: %q", before)
@@ -321,29 +337,7 @@ func TestTailFollowNewCursor(t *testing.T) {
 	dir := t.TempDir()
 	capture := filepath.Join(dir, "run.dss")
 	cursor := filepath.Join(dir, "cursor")
-	wrap := dsCommand("wrap", "-q", "--flush", "20ms", "-o", capture, "--", "sh", "-c", "echo first; read a; echo second; read b; echo third")
-	feed, err := wrap.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wrap.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		feed.Close()
-		wrap.Wait()
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, out, _ := runInputs(t, nil, "log", "--cat", capture)
-		if code == 0 && strings.Contains(out, "first") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("ds wrap wrote nothing within 10 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wrap, feed := startWrap(t, capture, "echo first; read a; echo second; read b; echo third", "first")
 	tail, out, stderr := startDS(t, nil, "tail", "-f", "--cat", "--cursor-file", cursor, capture)
 	out.waitFor(t, "first")
 	io.WriteString(feed, "\n")
@@ -372,19 +366,8 @@ func TestSeriesLivePipe(t *testing.T) {
 	defer pw.Close()
 	cmd, out, stderr := startDS(t, pr, "series", "app.m", "--field", "a", "-o", "csv", "-")
 	pr.Close()
-	w, err := segments.NewWriter(pw, frames.StreamDescriptor{Stream: liveStream},
-		[]frames.ChannelDescriptor{{Stream: liveStream, ID: 1, Name: "app.m", Content: frames.JSONRecord("app.m")}}, segments.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(pos uint64, s string) {
-		if err := w.WriteFrame(frames.Frame{Channel: 1, Position: frames.Position(pos), Payload: []byte(s)}); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Flush(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w := liveWriterOf(t, pw, frames.ChannelDescriptor{Stream: liveStream, ID: 1, Name: "app.m", Content: frames.JSONRecord("app.m")})
+	write := func(pos uint64, s string) { writeFlushed(t, w, pos, s) }
 	write(0, `{"a":1}`)
 	out.waitFor(t, ",1") // the first row, before the second frame is written
 	write(1, `{"a":2}`)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/urfave/cli/v3"
@@ -58,18 +57,14 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 	if len(names) == 0 {
 		return usagef("no input given (name capture files, or - for stdin)")
 	}
-	names = expandNames(names, root.ErrWriter) // a directory: its captures
+	var o outcome
+	names = expandNames(names, root.ErrWriter, &o) // a directory: its captures
 	info := views.NewInfo(0)
 	scanAll := c.Bool("scan")
-	var firstErr error
-	damaged := false
 	for _, name := range names {
 		in, err := openInput(name, root.Reader)
 		if err != nil {
-			fmt.Fprintf(root.ErrWriter, "ds: %v\n", err)
-			if firstErr == nil {
-				firstErr = err
-			}
+			o.fail(root.ErrWriter, err)
 			continue
 		}
 		info.File(in.name)
@@ -78,9 +73,7 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 			err = infoFromEnd(ctx, in, info, rep)
 			info.FileSize(in.size)
 		} else {
-			cr := &countingReader{r: in.r}
-			err = views.ScanAny(ctx, cr, views.ScanOptions{}, rep)
-			in.read = cr.n
+			err = scanOne(ctx, in, views.ScanOptions{}, rep, root.ErrWriter)
 			size := in.size
 			if size < 0 || in.live {
 				size = in.read // stdin, a pipe, or a file still growing: what was read
@@ -88,13 +81,11 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 			info.FileSize(size)
 		}
 		in.close()
-		damaged = damaged || rep.damaged
+		if rep.damaged {
+			o.damage()
+		}
 		if err != nil && !errors.Is(err, context.Canceled) {
-			err = fmt.Errorf("%s: %w", name, err)
-			fmt.Fprintf(root.ErrWriter, "ds: %v\n", err)
-			if firstErr == nil {
-				firstErr = err
-			}
+			o.fail(root.ErrWriter, inputError(name, err))
 		}
 	}
 	var werr error
@@ -103,15 +94,10 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 	} else {
 		werr = info.WriteText(root.Writer)
 	}
-	switch {
-	case firstErr != nil:
-		return inputStatus(firstErr)
-	case werr != nil && !isEPIPE(werr):
+	if werr != nil && !isEPIPE(werr) && !o.failedInput() {
 		return werr
-	case damaged:
-		return &statusError{code: exitCorrupt}
 	}
-	return nil
+	return o.status()
 }
 
 // infoFromEnd summarises a capture file from its end: the segments whose

@@ -99,15 +99,6 @@ func inputError(name string, err error) error {
 	return fmt.Errorf("%s: %w", name, err)
 }
 
-// inputStatus is the exit status of a view whose first failing input
-// failed with err: 2 when it was not a capture, 1 otherwise.
-func inputStatus(err error) error {
-	if errors.Is(err, views.ErrNotCapture) {
-		return &statusError{code: exitUsage}
-	}
-	return &statusError{code: exitFailure}
-}
-
 // damageReporter sits between the reader and a sink: it reports each
 // damaged range once on stderr ("ds: FILE: …"), hides a torn tail of a live
 // capture (it is a record still being written, not damage) and remembers
@@ -121,9 +112,6 @@ type damageReporter struct {
 
 func (d *damageReporter) Damage(offset, end int64, torn bool, err error) {
 	if d.report(offset, end, torn, err) {
-		if ls, ok := d.Sink.(*views.LogSink); ok {
-			ls.File = d.in.name // a sink shared by merged inputs
-		}
 		d.Sink.Damage(offset, end, torn, err)
 	}
 }
@@ -404,10 +392,9 @@ func expandInputs(names []string, follow bool, stderr io.Writer, o *outcome) ([]
 }
 
 // expandNames is expandInputs without following, for commands that read
-// their inputs one by one (ds tail).
-func expandNames(names []string, stderr io.Writer) []string {
-	var o outcome
-	paths, _ := expandInputs(names, false, stderr, &o)
+// their inputs one by one (ds tail, ds info).
+func expandNames(names []string, stderr io.Writer, o *outcome) []string {
+	paths, _ := expandInputs(names, false, stderr, o)
 	return paths
 }
 
@@ -501,6 +488,14 @@ func (o *outcome) damage() {
 	o.mu.Unlock()
 }
 
+// failedInput reports whether an input could not be read or was no
+// capture (exit 1 or 2): worse than anything but damage.
+func (o *outcome) failedInput() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.failed || o.notCapture
+}
+
 // status returns the command's error: exit 1, 2 or 3, or nil.
 func (o *outcome) status() error {
 	o.mu.Lock()
@@ -575,7 +570,7 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 		w := &tailOutWriter{o: out, name: p, mute: opts.Lines == 0}
 		one := opts
 		one.Lines = lines
-		if in.file == nil || in.size < 0 || in.format != views.InputDSS && in.format != views.InputEmpty {
+		if !readsFromEnd(in) {
 			// Stdin, a pipe, an import: read to the end, as tail -f does
 			// a pipe.
 			d, _, err := tailStream(ctx, in, w, stderr, one)
@@ -588,20 +583,16 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 			}
 			continue
 		}
-		one.File, one.Live, one.Follow = p, in.live, true
-		stats, err := views.Tail(ctx, in.file, in.size, one, w)
-		rep := &damageReporter{in: in, stderr: stderr}
-		for _, d := range stats.Damage {
-			rep.report(d.Offset, d.End, d.Torn, d.Err)
-		}
-		if rep.damaged {
+		one.Follow = true
+		stats, damaged, err := tailFile(ctx, in, one, w, stderr)
+		if damaged {
 			o.damage()
 		}
 		w.mute = false
 		if err != nil || stats.Sink == nil {
 			in.close()
 			if err != nil && !errors.Is(err, context.Canceled) {
-				o.fail(stderr, inputError(p, err))
+				o.fail(stderr, err)
 			}
 			continue
 		}
@@ -698,18 +689,6 @@ func channelFilters(patterns []string) []frames.ChannelFilter {
 		fs = append(fs, frames.ParseChannelPattern(p))
 	}
 	return fs
-}
-
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
-	c.n += int64(n)
-	return n, err
 }
 
 // atomicCounter counts the bytes read through it, safe to read while it

@@ -156,10 +156,11 @@ func printLog(ctx context.Context, c *cli.Command, opts views.LogOptions, names 
 	p := views.NewPrinter(root.Writer, opts)
 	expectStreams(p, names)
 	sink := views.NewLogSink(p, 0)
-	// The damage reporter names each input in its damage lines: sinkFor
-	// may run in another goroutine (a followed directory), so it must not
-	// touch the shared sink.
-	err := scanInputs(ctx, names, root.Reader, root.ErrWriter, follow, func(*input) views.Sink { return sink }, nil)
+	// sinkFor may run in another goroutine (a followed directory): it
+	// must not touch the shared sink.
+	err := scanInputs(ctx, names, root.Reader, root.ErrWriter, follow, func(in *input) views.Sink {
+		return inputLogSink{sink, in.name}
+	}, nil)
 	sink.A.Flush()
 	if cerr := p.Close(); cerr != nil {
 		if isEPIPE(cerr) {
@@ -172,6 +173,20 @@ func printLog(ctx context.Context, c *cli.Command, opts views.LogOptions, names 
 	}
 	warnSelection(root.ErrWriter, p)
 	return p, err
+}
+
+// inputLogSink is the log sink shared by merged inputs, as one input feeds
+// it: its damage lines name that input. The merge calls the sinks one at
+// a time.
+type inputLogSink struct {
+	*views.LogSink
+	name string
+}
+
+// Damage implements views.Sink.
+func (s inputLogSink) Damage(offset, end int64, torn bool, err error) {
+	s.File = s.name
+	s.LogSink.Damage(offset, end, torn, err)
 }
 
 // readLogFormat reads the output format, time column and filters of ds log

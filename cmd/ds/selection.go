@@ -15,17 +15,14 @@ import (
 // selectionFlags are the filters every view shares (DESIGN.md §5, "Shared
 // filters"), -c/--channel excepted (each view words its own).
 func selectionFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "node", Usage: "show only streams of `NODE` (every life); repeatable"},
-		&cli.StringSliceFlag{Name: "stream", Usage: "show only `NODE#LIFE`; repeatable"},
-		&cli.StringSliceFlag{Name: "origin", Usage: "show only streams of `ORIGIN` (RemoteNode, Bootstrap, Orchestrator)"},
+	return append(streamFlags(),
 		&cli.StringSliceFlag{Name: "content", Usage: "show only channels of `KIND` (text, json, bytes); repeatable"},
 		&cli.StringFlag{Name: "grep", Aliases: []string{"g"}, Usage: "show only lines matching `RE` (case-insensitive unless RE has upper case)"},
 		&cli.StringFlag{Name: "positions", Usage: "show only positions `A-B` (A-, -B: open ends)"},
 		&cli.StringFlag{Name: "since", Usage: "show only what is at or after `TIME` (-10m, +30s from the start, 2026-12-01 10:00)"},
 		&cli.StringFlag{Name: "until", Usage: "show only what is at or before `TIME` (as --since)"},
 		&cli.StringFlag{Name: "after", Usage: "show only positions after `CURSOR` (from --show-cursor)"},
-	}
+	)
 }
 
 // selectionHelp is the part of a view's description that explains the
@@ -163,7 +160,11 @@ func (o *optionalValue) IsBoolFlag() bool { return true }
 // streamFlags are the stream filters of the views that print no log
 // (ds gaps, ds series, ds latest): --node, --stream, --origin.
 func streamFlags() []cli.Flag {
-	return selectionFlags()[:3]
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "node", Usage: "show only streams of `NODE` (every life); repeatable"},
+		&cli.StringSliceFlag{Name: "stream", Usage: "show only `NODE#LIFE`; repeatable"},
+		&cli.StringSliceFlag{Name: "origin", Usage: "show only streams of `ORIGIN` (RemoteNode, Bootstrap, Orchestrator)"},
+	}
 }
 
 // streamSelection applies the stream filters of a view without a printer

@@ -99,7 +99,8 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 	if c.Bool("follow") && cursorFile == "" {
 		return tailFollow(ctx, names, root.Reader, root.Writer, root.ErrWriter, opts)
 	}
-	names = expandNames(names, root.ErrWriter) // a directory: its captures
+	var o outcome
+	names = expandNames(names, root.ErrWriter, &o) // a directory: its captures
 	// resume prints everything after the cursor saved, following the
 	// inputs with -f, and saves the new cursor after the output.
 	resume := func(saved views.Cursor) error {
@@ -130,8 +131,6 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 		}
 	}
 	cursor := views.Cursor{}
-	var firstErr error
-	damaged := false
 	for i, name := range names {
 		if len(names) > 1 {
 			sep := "\n"
@@ -164,19 +163,18 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 			}
 			mergeCursor(cursor, cur)
 		}
-		damaged = damaged || d
+		if d {
+			o.damage()
+		}
 		if err != nil {
 			if isEPIPE(err) {
 				return nil
 			}
-			fmt.Fprintf(root.ErrWriter, "ds: %v\n", err)
-			if firstErr == nil {
-				firstErr = err
-			}
+			o.fail(root.ErrWriter, err)
 		}
 	}
-	if firstErr != nil {
-		return inputStatus(firstErr)
+	if o.failedInput() {
+		return o.status()
 	}
 	if cursorFile != "" {
 		if err := writeCursorFile(cursorFile, cursor); err != nil {
@@ -186,17 +184,12 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 			// The last lines are out and their cursor saved: follow on
 			// from there (damage was reported, and still sets the exit
 			// status).
-			err := resume(cursor)
-			if err == nil && damaged {
-				err = &statusError{code: exitCorrupt}
+			if err := resume(cursor); err != nil {
+				return err
 			}
-			return err
 		}
 	}
-	if damaged {
-		return &statusError{code: exitCorrupt}
-	}
-	return nil
+	return o.status() // 3 when what was read was damaged
 }
 
 // checkInput reports an input that cannot be opened.
@@ -216,25 +209,39 @@ func tailOne(ctx context.Context, name string, stdin io.Reader, stdout, stderr i
 		return false, nil, err
 	}
 	defer in.close()
-	if in.file == nil || in.size < 0 || in.format != views.InputDSS && in.format != views.InputEmpty {
+	if !readsFromEnd(in) {
 		// A pipe, a DSQ1 stream, legacy envelopes: read it all, keeping
 		// the last lines.
 		return tailStream(ctx, in, stdout, stderr, opts)
 	}
-	opts.File, opts.Live = name, in.live
-	stats, err := views.Tail(ctx, in.file, in.size, opts, stdout)
+	stats, damaged, err := tailFile(ctx, in, opts, stdout, stderr)
+	return damaged, stats.Cursor, err
+}
+
+// readsFromEnd reports whether ds tail can read in from its end: a DSS
+// capture file (or an empty one), not a pipe or an import.
+func readsFromEnd(in *input) bool {
+	return in.file != nil && in.size >= 0 && (in.format == views.InputDSS || in.format == views.InputEmpty)
+}
+
+// tailFile prints the tail of a capture file read from its end
+// (views.Tail), reports its damage on stderr, and says whether there was
+// any.
+func tailFile(ctx context.Context, in *input, opts views.TailOptions, w, stderr io.Writer) (views.TailStats, bool, error) {
+	opts.File, opts.Live = in.name, in.live
+	stats, err := views.Tail(ctx, in.file, in.size, opts, w)
 	if os.Getenv("DS_READ_STATS") != "" {
 		// A test hook: what reading from the end cost, in bytes.
-		fmt.Fprintf(stderr, "ds: %s: read %d of %d bytes\n", name, stats.BytesRead, in.size)
+		fmt.Fprintf(stderr, "ds: %s: read %d of %d bytes\n", in.name, stats.BytesRead, in.size)
 	}
 	rep := &damageReporter{in: in, stderr: stderr}
 	for _, d := range stats.Damage {
 		rep.report(d.Offset, d.End, d.Torn, d.Err)
 	}
 	if err != nil {
-		return rep.damaged, nil, fmt.Errorf("%s: %w", name, err)
+		return stats, rep.damaged, inputError(in.name, err)
 	}
-	return rep.damaged, stats.Cursor, nil
+	return stats, rep.damaged, nil
 }
 
 // tailStream is tail of an input that cannot be read from its end.

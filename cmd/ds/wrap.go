@@ -130,23 +130,16 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 	if c.Duration("grace") <= 0 {
 		return usagef("wrap: --grace must be positive")
 	}
-	if c.IsSet("node") && c.String("node") == "" {
-		return usagef("wrap: --node must not be empty")
+	opts, err := captureOptionsFrom(c)
+	if err != nil {
+		return err
 	}
 	argv := c.Args().Slice()
 	if len(argv) == 0 {
 		return usagef("wrap: no command given (ds wrap [flags] -- CMD [ARGS…])")
 	}
-	if c.Bool("append") && c.Bool("overwrite") {
-		return usagef("wrap: --append and --overwrite contradict each other")
-	}
-	opts := captureOptions{
-		Output: c.String("output"), Append: c.Bool("append"), Overwrite: c.Bool("overwrite"),
-		Backpressure: c.Bool("backpressure"), Node: c.String("node"),
-		Life: c.Uint64("life"), Origin: c.String("origin"), Compress: c.String("compress"),
-		Flush: c.Duration("flush"), Sync: c.Bool("sync"), Queue: c.Int("queue"),
-		FailNote: "the command goes on and its output is still passed through, but is no longer recorded (ds wrap will exit 125)",
-	}
+	opts.Backpressure, opts.Queue = c.Bool("backpressure"), c.Int("queue")
+	opts.FailNote = "the command goes on and its output is still passed through, but is no longer recorded (ds wrap will exit 125)"
 	// A label that breaks proc.LabelRule is refused; one that cleaning
 	// rewrites is used rewritten and said once on stderr, whether it was
 	// given or derived from the command's name (train.v2 → train_v2).

@@ -573,12 +573,12 @@ func (c *mergeCollector) Frame(s frames.StreamID, f frames.Frame) {
 	if st := c.clocks[s]; st != nil {
 		switch {
 		case st.id != 0 && f.Channel == st.id:
-			if r, err := frames.DecodeRecord(f.Payload, frames.ClockRecord{}); err == nil && r.UnixNS > 0 {
-				st.ns, st.have = r.UnixNS, true
+			if ns, ok := decodeClock(f.Payload); ok && ns > 0 {
+				st.ns, st.have = ns, true
 				if c.lead {
-					c.resolve(r.UnixNS)
+					c.resolve(ns)
 				}
-				c.key = r.UnixNS
+				c.key = ns
 			}
 		case st.have:
 			c.key = st.ns

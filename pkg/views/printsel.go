@@ -451,6 +451,21 @@ func appendCount(b []byte, n uint64, what string) []byte {
 	return append(b, ')')
 }
 
+// appendTimeJSON appends `,"time":"…"` for the clock reading ns (nothing
+// for 0), formatting it once per reading: the lines and frames of a drain
+// tick share it.
+func (st *streamInfo) appendTimeJSON(b []byte, ns int64) []byte {
+	if ns == 0 {
+		return b
+	}
+	if st.timeNS != ns || len(st.timeJSON) == 0 {
+		t := append(st.timeJSON[:0], `,"time":"`...)
+		t = time.Unix(0, ns).UTC().AppendFormat(t, time.RFC3339Nano)
+		st.timeJSON, st.timeNS = append(t, '"'), ns
+	}
+	return append(b, st.timeJSON...)
+}
+
 // jsonText prints one text line as a JSON object (FormatJSON without
 // JSONFrames): the line's bytes exact, its newline included when it had
 // one (p.lineNL), from its first frame's position to its last's
@@ -489,11 +504,7 @@ func (p *Printer) jsonText(st *streamInfo, ci *chanInfo, pos frames.Position, li
 	if !p.lineNL {
 		b = append(b, `,"partial":true`...)
 	}
-	if ns := p.lineNS; ns != 0 {
-		b = append(b, `,"time":"`...)
-		b = time.Unix(0, ns).UTC().AppendFormat(b, time.RFC3339Nano)
-		b = append(b, '"')
-	}
+	b = st.appendTimeJSON(b, p.lineNS)
 	b = append(b, "}\n"...)
 	p.line = b
 	p.write(b)

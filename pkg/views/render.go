@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
@@ -1060,14 +1059,7 @@ func (p *Printer) jsonFrame(st *streamInfo, ci *chanInfo, kind ItemKind, f *fram
 	case ItemLate:
 		b = append(b, `,"late":true`...)
 	}
-	if st.clockNS != 0 {
-		if st.timeNS != st.clockNS || len(st.timeJSON) == 0 {
-			t := append(st.timeJSON[:0], `,"time":"`...)
-			t = time.Unix(0, st.clockNS).UTC().AppendFormat(t, time.RFC3339Nano)
-			st.timeJSON, st.timeNS = append(t, '"'), st.clockNS
-		}
-		b = append(b, st.timeJSON...)
-	}
+	b = st.appendTimeJSON(b, st.clockNS)
 	b = append(b, "}\n"...)
 	p.line = b
 	p.write(b)

@@ -3,7 +3,6 @@ package views
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"regexp"
 	"regexp/syntax"
@@ -252,12 +251,7 @@ func (c Cursor) String() string {
 	for id := range c {
 		ids = append(ids, id)
 	}
-	slices.SortFunc(ids, func(a, b frames.StreamID) int {
-		if n := strings.Compare(string(a.Node), string(b.Node)); n != 0 {
-			return n
-		}
-		return cmpUint(uint64(a.Life), uint64(b.Life))
-	})
+	slices.SortFunc(ids, frames.StreamID.Compare)
 	var b strings.Builder
 	for i, id := range ids {
 		if i > 0 {
@@ -274,16 +268,6 @@ func (c Cursor) String() string {
 		fmt.Fprintf(&b, "#%d=%d", id.Life, c[id])
 	}
 	return b.String()
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // ParseCursor parses the text form of a cursor; surrounding white space
@@ -367,7 +351,14 @@ type StreamSelector struct {
 func (s *StreamSelector) Unmatched() []string {
 	var out []string
 	for _, n := range s.sel.Nodes {
-		if !slices.ContainsFunc(slices.Collect(maps.Keys(s.shown)), func(id frames.StreamID) bool { return id.Node == n }) {
+		seen := false
+		for id := range s.shown {
+			if id.Node == n {
+				seen = true
+				break
+			}
+		}
+		if !seen {
 			out = append(out, "--node "+string(n))
 		}
 	}
