@@ -59,7 +59,8 @@ datastream.health records, exactly as ds wrap writes them:
 newline kept, bytes verbatim (CR, NUL, invalid UTF-8 included). A line
 longer than 256 KiB is cut into 256 KiB frames; a partial line (no newline
 yet) is submitted as a frame of its own after 50 ms without its newline, at
-EOF and at a stop signal, as ds wrap frames a command's output. Views join
+EOF and at a stop signal (ds wrap cuts long lines and flushes partial ones
+the same way, though it packs several lines into a frame). Views join
 a text channel's consecutive frames until a newline, so a split line shows
 once, whole.
 
