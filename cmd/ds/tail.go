@@ -131,12 +131,20 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 		}
 	}
 	cursor := views.Cursor{}
-	for i, name := range names {
+	headers := 0
+	for _, name := range names {
+		if name != "-" {
+			if _, err := os.Stat(name); err != nil {
+				o.fail(root.ErrWriter, err) // as tail(1): no header for it
+				continue
+			}
+		}
 		if len(names) > 1 {
 			sep := "\n"
-			if i == 0 {
+			if headers == 0 {
 				sep = ""
 			}
+			headers++
 			if _, err := fmt.Fprintf(root.Writer, "%s==> %s <==\n", sep, name); err != nil {
 				return writeErr(err)
 			}
