@@ -146,8 +146,12 @@ func checkAccounted(t *testing.T, capture, stdout string) (kept, lost int, exite
 func TestWrapLossAccountedInPlace(t *testing.T) {
 	dir := t.TempDir()
 	capture := filepath.Join(dir, "loss.dss")
-	const n = 200000
-	cmd := dsCommand("wrap", "-q", "--queue", "2", "--flush", "50ms", "-o", capture, "--", "seq", "1", strconv.Itoa(n))
+	// About 7 MB into a queue of 2 frames (256 KiB at most each) drained
+	// once a second: output is dropped however slowly ds reads (a race
+	// build on a loaded CI machine coalesces reads into fewer, larger
+	// frames, and a 50 ms drain once kept up with 200000 lines).
+	const n = 1000000
+	cmd := dsCommand("wrap", "-q", "--queue", "2", "--flush", "1s", "-o", capture, "--", "seq", "1", strconv.Itoa(n))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
