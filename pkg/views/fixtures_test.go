@@ -115,3 +115,6 @@ func TestViewFixtures(t *testing.T) {
 		}
 	}
 }
+
+// S is the stream of CONFORMANCE.md's notation.
+var S = frames.StreamID{Node: "node-alpha", Life: 1}

@@ -501,30 +501,6 @@ type damageSink struct {
 
 func (d *damageSink) Damage(offset, end int64, torn bool, err error) { d.f(offset, end, torn, err) }
 
-// Each frame held back costs at most heldOverhead bytes besides its
-// payload.
-func TestMemoryHeldOverhead(t *testing.T) {
-	n := scaled(200_000, 50_000)
-	for _, size := range []int{0, 1, 8, 100} {
-		a := NewAssembler(1<<30, func(Item) {})
-		a.total = 1 << 40
-		payload := make([]byte, size)
-		base := liveHeap()
-		for i := range n {
-			a.Add(S, frames.Frame{Channel: 1, Position: frames.Position(i + 1), Payload: payload})
-		}
-		per := (liveHeap() - base) / int64(n)
-		if a.HeldBytes() != n*(size+heldOverhead) {
-			t.Fatalf("held %d", a.HeldBytes())
-		}
-		t.Logf("payload %d bytes: %d bytes on the heap per held frame", size, per)
-		if per > int64(size+heldOverhead) {
-			t.Errorf("payload %d bytes: %d bytes per held frame, counted %d", size, per, size+heldOverhead)
-		}
-		runtime.KeepAlive(a)
-	}
-}
-
 // A million small streams through an Assembler: a few hundred bytes each.
 func TestMemoryMillionStreams(t *testing.T) {
 	n := scaled(1_000_000, 100_000)
@@ -541,7 +517,7 @@ func TestMemoryMillionStreams(t *testing.T) {
 	per := (liveHeap() - base) / int64(n)
 	runtime.KeepAlive(ids)
 	t.Logf("%d streams: %d bytes each, %.1f MiB held", n, per, float64(a.HeldBytes())/MiB)
-	if a.HeldBytes() > DefaultTotalWindow {
+	if a.HeldBytes() > segments.DefaultTotalWindow {
 		t.Errorf("held %d", a.HeldBytes())
 	}
 	if per > 400 {

@@ -1,4 +1,4 @@
-package views
+package segments
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/frames"
 )
 
-var S = frames.StreamID{Node: "node-alpha", Life: 1}
+var S = frames.StreamID{Node: "node-alpha", Life: 1} // CONFORMANCE.md notation
 
 // run feeds frames in the given order and returns the items, flushed.
 func run(window int, fs ...frames.Frame) []Item {
@@ -207,7 +207,7 @@ func BenchmarkAssemblerInOrder(b *testing.B) {
 }
 
 // collect returns an assembler configured by opts and the items it emits.
-func collect(opts AssemblerOptions) (*Assembler, *[]Item) {
+func collectItems(opts AssemblerOptions) (*Assembler, *[]Item) {
 	var got []Item
 	return NewAssemblerWith(opts, func(it Item) { got = append(got, it) }), &got
 }
@@ -216,7 +216,7 @@ func collect(opts AssemblerOptions) (*Assembler, *[]Item) {
 // once, at the first position that arrives, and says so; what arrives
 // below it later is late, and a copy of that is a duplicate.
 func TestAssemblerHeadMissing(t *testing.T) {
-	a, got := collect(AssemblerOptions{})
+	a, got := collectItems(AssemblerOptions{})
 	a.Segment(S, 3)
 	a.Segment(S, 4) // not the first: no effect
 	for _, f := range []frames.Frame{fr(100, "a"), fr(101, "b"), fr(50, "old"), fr(50, "old"), fr(50, "other"), fr(102, "c")} {
@@ -233,7 +233,7 @@ func TestAssemblerHeadMissing(t *testing.T) {
 	}
 
 	// Sequence number 0 first: the stream waits for lower positions.
-	a, got = collect(AssemblerOptions{})
+	a, got = collectItems(AssemblerOptions{})
 	a.Segment(S, 0)
 	a.Segment(S, 7)
 	a.Add(S, fr(5, "x"))
@@ -251,7 +251,7 @@ func TestAssemblerHeadMissing(t *testing.T) {
 // most the window, then the gap is declared and frames flow.
 func TestAssemblerByteWindow(t *testing.T) {
 	const window = 64 << 10
-	a, got := collect(AssemblerOptions{Window: window})
+	a, got := collectItems(AssemblerOptions{Window: window})
 	payload := make([]byte, 1000)
 	maxHeld := 0
 	for i := range uint64(1000) {
@@ -286,7 +286,7 @@ func TestAssemblerByteWindow(t *testing.T) {
 // to emit, declaring its gap; the others keep their window.
 func TestAssemblerTotalWindow(t *testing.T) {
 	const total = 10 * (100 + heldOverhead)
-	a, got := collect(AssemblerOptions{Window: 1 << 20, TotalWindow: total})
+	a, got := collectItems(AssemblerOptions{Window: 1 << 20, TotalWindow: total})
 	B := frames.StreamID{Node: "node-beta", Life: 1}
 	p := make([]byte, 100)
 	add := func(s frames.StreamID, pos uint64) {
@@ -325,7 +325,7 @@ func TestAssemblerTotalWindow(t *testing.T) {
 // started at its lowest held position) is late, not a duplicate: it was
 // never emitted.
 func TestAssemblerBelowStart(t *testing.T) {
-	a, got := collect(AssemblerOptions{Window: 3 * (1 + heldOverhead)})
+	a, got := collectItems(AssemblerOptions{Window: 3 * (1 + heldOverhead)})
 	for _, f := range append(seq(10, 14), fr(5, "5"), fr(5, "5"), fr(12, "12"), fr(6, "x"), fr(6, "y")) {
 		a.Add(S, f)
 	}
@@ -343,7 +343,7 @@ func TestAssemblerBelowStart(t *testing.T) {
 // Identity is by position: copies of emitted positions are duplicates,
 // positions in a declared gap are late (once), whatever their distance.
 func TestAssemblerIdentityByPosition(t *testing.T) {
-	a, got := collect(AssemblerOptions{Window: 1})
+	a, got := collectItems(AssemblerOptions{Window: 1})
 	in := []frames.Frame{fr(0, "0"), fr(1, "1"), fr(3, "3"), fr(4, "4"), fr(8, "8"),
 		fr(1, "1"), fr(3, "3"), fr(2, "2"), fr(2, "2"), fr(6, "6"), fr(5, "5"), fr(7, "7"), fr(5, "5"), fr(0, "0"), fr(8, "8")}
 	for _, f := range in {
@@ -379,7 +379,7 @@ func TestAssemblerConflicts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, _ := collect(AssemblerOptions{})
+			a, _ := collectItems(AssemblerOptions{})
 			for _, f := range tt.in {
 				a.Add(S, f)
 			}
@@ -410,7 +410,7 @@ func (l frameList) frames() []frames.Frame {
 // A stream with more gaps than the assembler remembers forgets the oldest
 // runs: a frame below what it remembers is shown late.
 func TestAssemblerForgets(t *testing.T) {
-	a, got := collect(AssemblerOptions{Window: 1})
+	a, got := collectItems(AssemblerOptions{Window: 1})
 	const n = maxSpans + 10
 	for i := range uint64(n) {
 		a.Add(S, fr(2*i, "x")) // a gap before each
@@ -435,7 +435,7 @@ func TestAssemblerForgets(t *testing.T) {
 // past it they forget their oldest runs, and their recent hashes stop
 // growing.
 func TestAssemblerHistoryBudget(t *testing.T) {
-	a, got := collect(AssemblerOptions{Window: 1})
+	a, got := collectItems(AssemblerOptions{Window: 1})
 	a.maxHist = 100 * 16
 	for k := range 50 {
 		s := frames.StreamID{Node: "n", Life: frames.Life(k)}
