@@ -106,7 +106,7 @@ func fixtures(t testing.TB) map[string][]byte {
 		t.Fatal(err)
 	}
 	var extra []byte
-	extra, _ = wireformat.AppendRecord(extra, h.Seed(), wireformat.Record{Type: 0x06, Body: []byte("a record of a future minor version")})
+	extra, _ = wireformat.AppendRecord(extra, h.Seed(), wireformat.Record{Type: 0x07, Body: []byte("a record of a future minor version")})
 	extra, _ = wireformat.AppendRecord(extra, h.Seed(), wireformat.Record{Type: 0x40, Body: []byte("private")})
 	extra, _ = wireformat.AppendRecord(extra, h.Seed(), wireformat.Record{Type: wireformat.TypeBlock, Body: []byte{0x02, 3, 'l', 'z', '4'}})
 	out["corrupt/tag-unknown.dss"] = slices.Concat(small[:rec(2).start], extra, small[rec(2).start:])

@@ -213,6 +213,8 @@ func dumpEntry(e Entry) string {
 		return fmt.Sprintf("frame %s ch=%d pos=%d %q%s", e.Stream, e.Frame.Channel, e.Frame.Position, p, suffix)
 	case EntryStreamEnded:
 		return fmt.Sprintf("ended %s", e.Stream)
+	case EntryTrimmed:
+		return fmt.Sprintf("trimmed %s below %d", e.Stream, e.Frame.Position)
 	case EntrySummary:
 		sum := e.Summary
 		pos := "none"

@@ -34,12 +34,18 @@ const (
 	// (Entry.Err wraps wireformat.ErrUnknownCodec). Experimental record
 	// types are skipped without an entry.
 	EntryUnknown
+	// EntryTrimmed is a Trimmed record (ds-format(5) "Trimmed"): the
+	// store the input was read from deleted Entry.Stream's frames below
+	// position Entry.Frame.Position (the horizon H; the rest of Frame is
+	// zero), and a reader hides any that remain. A store's read-out of a
+	// trimmed stream starts with one (see [Store.OpenStream]).
+	EntryTrimmed
 )
 
-var entryKindNames = [...]string{"", "Segment", "Channel", "Frame", "StreamEnded", "Summary", "Unknown"}
+var entryKindNames = [...]string{"", "Segment", "Channel", "Frame", "StreamEnded", "Summary", "Unknown", "Trimmed"}
 
-// String returns "Segment", "Channel", "Frame", "StreamEnded", "Summary" or
-// "Unknown".
+// String returns "Segment", "Channel", "Frame", "StreamEnded", "Summary",
+// "Unknown" or "Trimmed".
 func (k EntryKind) String() string {
 	if k >= 1 && int(k) < len(entryKindNames) {
 		return entryKindNames[k]
@@ -59,7 +65,7 @@ type Entry struct {
 
 	Header  *wireformat.Header        // EntrySegment
 	Channel *frames.ChannelDescriptor // EntryChannel
-	Frame   frames.Frame              // EntryFrame
+	Frame   frames.Frame              // EntryFrame; EntryTrimmed: Position only (the horizon)
 	Summary *wireformat.Summary       // EntrySummary
 	Type    wireformat.RecordType     // EntryUnknown: the record type
 	Err     error                     // EntryUnknown: why it was skipped, if not for its type
@@ -151,6 +157,9 @@ type Reader struct {
 	blockPos  int
 	blockOff  int64
 	blockNext frames.Position // position expected after the block's last frame
+	blockBody []byte          // the Block record's stored body, for Block
+	blockSize int             // len(block) when it started
+	inBlock   bool            // the entry last returned came from the block
 
 	scanning bool // resync is running: keep idx.origin buffered
 	idx      crcIndex
@@ -227,12 +236,14 @@ func (r *Reader) next(e *Entry) error {
 		payload = nil
 	}
 	*e = Entry{}
+	r.inBlock = false
 	for {
 		if r.err != nil {
 			return r.err
 		}
 		if r.blockPos < len(r.block) {
 			if r.nextInner(e, payload) {
+				r.inBlock = true
 				return nil
 			}
 			continue
@@ -260,6 +271,20 @@ func (r *Reader) next(e *Entry) error {
 			return err
 		}
 	}
+}
+
+// Block returns the stored body of the Block record (codec, uncompressed
+// size, compressed records; ds-format(5) "Block") that the entry last
+// returned was read from, and the size of the block's records
+// uncompressed; ok is false when that entry was not read from a Block.
+// The body aliases the reader's buffers: it is valid until the next call.
+// ds merge writes a block it copies unchanged without compressing it
+// again ([Writer.CopyBlock]).
+func (r *Reader) Block() (body []byte, size int, ok bool) {
+	if !r.inBlock {
+		return nil, 0, false
+	}
+	return r.blockBody, r.blockSize, true
 }
 
 // Buffered reports how many bytes of input the reader holds that it has
@@ -454,6 +479,12 @@ func (r *Reader) decode(e *Entry, payload []byte, rec wireformat.Record, off int
 		*e = Entry{Kind: EntryChannel, Offset: off, Stream: stream, Channel: &d}
 	case rec.Type == wireformat.TypeStreamEnded:
 		*e = Entry{Kind: EntryStreamEnded, Offset: off, Stream: stream}
+	case rec.Type == wireformat.TypeTrimmed:
+		h, err := wireformat.ParseTrimmedBody(rec.Body)
+		if err != nil {
+			return false, err
+		}
+		*e = Entry{Kind: EntryTrimmed, Offset: off, Stream: stream, Frame: frames.Frame{Position: h}}
 	case rec.Type == wireformat.TypeSummary && r.skipSummaries:
 		return false, nil
 	case rec.Type == wireformat.TypeSummary:
@@ -508,6 +539,7 @@ func (r *Reader) startBlock(x int64, n int, body []byte, e *Entry) (bool, error)
 		return false, &CorruptError{Offset: x, End: x + int64(n), Err: err}
 	}
 	r.block, r.blockPos, r.blockOff, r.blockNext = content, 0, x, 0
+	r.blockBody, r.blockSize = body, len(content)
 	r.startAhead()
 	return false, nil
 }
@@ -572,6 +604,8 @@ func (r *Reader) checkBlock(content []byte) error {
 			_, err = wireformat.ParseFrameBody(rec.Body) // as an inner frame, the same checks
 		case wireformat.TypeChannelDeclared:
 			_, err = r.parseChannel(rec.Body)
+		case wireformat.TypeTrimmed:
+			_, err = wireformat.ParseTrimmedBody(rec.Body)
 		}
 		if err != nil {
 			return err

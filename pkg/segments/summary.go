@@ -73,6 +73,10 @@ func (s *segStats) channel(id frames.ChannelID) *chanStats {
 	if s.hit < len(s.chans) && s.chans[s.hit].id == id {
 		return &s.chans[s.hit]
 	}
+	if i := int(id) - 1; i >= 0 && i < len(s.chans) && s.chans[i].id == id {
+		s.hit = i // ids handed out from 1: found where they are dense
+		return &s.chans[i]
+	}
 	i, found := slices.BinarySearchFunc(s.chans, id, func(c chanStats, id frames.ChannelID) int { return cmp.Compare(c.id, id) })
 	if !found {
 		s.chans = slices.Insert(s.chans, i, chanStats{id: id})

@@ -3,6 +3,7 @@ package segments
 import (
 	"cmp"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -94,6 +95,13 @@ type WriterOptions struct {
 	// Rand is the source of segment ids. nil means crypto/rand; tests pass
 	// a deterministic reader to make captures reproducible.
 	Rand io.Reader
+	// FirstSeq is the sequence number of the first segment header (0: the
+	// writer's first segment of its stream). A writer that continues a
+	// stream another writer began (ds merge, which ends one stream's
+	// writer before starting the next) passes what [Writer.NextSeq] of the
+	// earlier one said; a header above 0 tells readers that the stream's
+	// earlier segments are elsewhere.
+	FirstSeq uint64
 	// Keep says which frames each segment's summary keeps a copy of
 	// (ds-format(5) "SegmentSummary"), so that ds info can tell what they
 	// say from the summaries alone: the producer, which made the payloads,
@@ -150,6 +158,7 @@ type Writer struct {
 
 	started  bool // a segment header has been emitted
 	rotate   bool // a channel was declared: start a new segment at the next record
+	segEnded bool // EndSegment wrote the current segment's summary: start a new one at the next record
 	seq      uint64
 	segID    [8]byte
 	seed     uint32   // CRC seed of the current segment
@@ -182,7 +191,7 @@ func NewWriter(w io.Writer, desc frames.StreamDescriptor, catalog []frames.Chann
 	if opts.Compression > CompressZstd {
 		return nil, fmt.Errorf("segments: unknown compression %d", opts.Compression)
 	}
-	sw := &Writer{w: w, opts: opts, desc: desc, maxPending: min(max(2, runtime.GOMAXPROCS(0)), 8)}
+	sw := &Writer{w: w, opts: opts, desc: desc, seq: opts.FirstSeq, maxPending: min(max(2, runtime.GOMAXPROCS(0)), 8)}
 	for _, d := range catalog {
 		i, found, err := sw.lookup(d)
 		if err != nil {
@@ -198,7 +207,7 @@ func NewWriter(w io.Writer, desc frames.StreamDescriptor, catalog []frames.Chann
 	if _, err := io.ReadFull(opts.Rand, sw.segID[:]); err != nil {
 		return nil, fmt.Errorf("segments: segment id: %w", err)
 	}
-	h := wireformat.Header{Writer: opts.WriterID, Stream: desc, Channels: sw.catalog}
+	h := wireformat.Header{Seq: opts.FirstSeq, Writer: opts.WriterID, Stream: desc, Channels: sw.catalog}
 	if _, err := wireformat.AppendHeader(nil, &h); err != nil && !errors.Is(err, wireformat.ErrMagicInHeader) {
 		return nil, fmt.Errorf("segments: segment header: %w", err)
 	}
@@ -233,8 +242,10 @@ func sameDescriptor(a, b frames.ChannelDescriptor) bool {
 // the summary of the current one.
 func (w *Writer) startSegment() error {
 	if w.started {
-		if err := w.endSegment(); err != nil {
-			return err
+		if !w.segEnded {
+			if err := w.endSegment(); err != nil {
+				return err
+			}
 		}
 		w.seq++
 	}
@@ -254,7 +265,7 @@ func (w *Writer) startSegment() error {
 		if err != nil {
 			return fmt.Errorf("segments: segment header: %w", err)
 		}
-		w.started, w.rotate = true, false
+		w.started, w.rotate, w.segEnded = true, false, false
 		w.segID, w.seed = h.SegmentID, h.Seed()
 		w.segBytes = int64(len(w.buf) - n)
 		w.seg.reset()
@@ -306,7 +317,7 @@ func (w *Writer) check() error {
 // one is full or a channel was declared since it started. It is called
 // before every record but StreamEnded.
 func (w *Writer) beginRecord() error {
-	if w.started && w.segBytes < w.opts.SegmentSize && !w.rotate {
+	if w.started && w.segBytes < w.opts.SegmentSize && !w.rotate && !w.segEnded {
 		return nil
 	}
 	if err := w.startSegment(); err != nil {
@@ -440,7 +451,11 @@ type pendingBlock struct {
 // background; blocks are written out in order by drainOne. With
 // GOMAXPROCS > 1 compression thus runs beside the producer and on several
 // blocks at once.
-func (w *Writer) endBlock() error {
+func (w *Writer) endBlock() error { return w.closeBlock(nil) }
+
+// closeBlock is endBlock; with copied not nil, the block's stored body is
+// copied, not compressed (CopyBlock).
+func (w *Writer) closeBlock(copied []byte) error {
 	if len(w.block) == 0 {
 		return nil
 	}
@@ -474,9 +489,14 @@ func (w *Writer) endBlock() error {
 	w.open.reset()
 	p.plainLen, w.plainLen, w.blockNext = w.plainLen, 0, 0
 	p.done = make(chan struct{})
-	p.stored = store
+	p.stored = store && copied == nil
 	w.pending = append(w.pending, p)
-	if store {
+	if copied != nil {
+		p.body, p.err = append(p.body[:0], copied...), nil
+		close(p.done)
+		return nil
+	}
+	if p.stored {
 		close(p.done)
 		return nil
 	}
@@ -639,6 +659,123 @@ func (w *Writer) WriteEvent(e frames.Event) error {
 	return fmt.Errorf("segments: unknown event kind %v", e.Kind)
 }
 
+// EndSegment ends the current segment: it closes the open block, writes
+// the segment's SegmentSummary and writes everything buffered to the
+// underlying io.Writer. The next record starts a new segment, whose header
+// carries the next sequence number ([Writer.NextSeq]) and the full
+// catalog; until then the writer writes nothing, and a writer left here
+// has written a whole, summarised capture of its stream without a
+// StreamEnded record (ds merge ends a stream's segment this way before it
+// writes another stream's). Before the first segment header, and right
+// after another EndSegment, it does nothing. After Close it returns
+// [ErrClosed].
+func (w *Writer) EndSegment() error {
+	if err := w.check(); err != nil {
+		return err
+	}
+	if err := w.flushBlocks(); err != nil {
+		return err
+	}
+	if !w.started || w.segEnded {
+		return w.writeBuf()
+	}
+	if w.rotate {
+		// Channels declared since the header: a header that names them,
+		// so that the capture ends knowing them.
+		if err := w.beginRecord(); err != nil {
+			return err
+		}
+	}
+	if err := w.endSegment(); err != nil {
+		w.err = err
+		return err
+	}
+	w.segEnded = true
+	return w.writeBuf()
+}
+
+// EndBlock closes the open zstd block, if any: its compression starts in
+// the background, and the next frame starts a new block. ds merge ends a
+// block where a block of its input starts, so that it can copy that block
+// whole ([Writer.CopyBlock]). With CompressNone it does nothing. After
+// Close it returns [ErrClosed].
+func (w *Writer) EndBlock() error {
+	if err := w.check(); err != nil {
+		return err
+	}
+	return w.endBlock()
+}
+
+// CopyBlock closes the open zstd block, whose records are those of a Block
+// record of another capture, and writes body, that record's stored body
+// (codec, uncompressed size, compressed records, as [Reader.Block] gives
+// it), instead of compressing them again: ds merge writes the frames of an
+// input block unchanged, in order, from the start of a block (after
+// [Writer.EndBlock]), and copies the block. frames is the number of frames
+// the block holds. When body cannot be the open block's (the writer stores
+// plain records, its codec is not zstd, its uncompressed size is not the
+// open block's, or frames is not the open block's count), the block is
+// closed and compressed as EndBlock does. Equal sizes mean equal records:
+// the frames are re-encoded from those read from the block, and an
+// encoding of the same frames that differed would differ in size (a
+// varint longer than it need be, a record the frames do not account for).
+// The writer copies body. After Close it returns [ErrClosed].
+func (w *Writer) CopyBlock(body []byte, frames int) error {
+	if err := w.check(); err != nil {
+		return err
+	}
+	if w.opts.Compression != CompressZstd || len(body) < 2 || body[0] != wireformat.CodecZstd || w.open.frames != uint64(frames) {
+		return w.endBlock()
+	}
+	if size, k := binary.Uvarint(body[1:]); k <= 0 || size != uint64(len(w.block)) {
+		return w.endBlock()
+	}
+	return w.closeBlock(body)
+}
+
+// Reset makes w a writer of stream desc, as NewWriter(the same io.Writer,
+// desc, catalog, opts) would, keeping the buffers w has grown: a writer of
+// many streams in turn (ds merge) allocates them once. What w was writing
+// must be out: after Close or EndSegment (else the records buffered are
+// lost). On error w is unchanged.
+func (w *Writer) Reset(desc frames.StreamDescriptor, catalog []frames.ChannelDescriptor, opts WriterOptions) error {
+	nw, err := NewWriter(w.w, desc, catalog, opts)
+	if err != nil {
+		return err
+	}
+	nw.buf, nw.block = w.buf[:0], w.block[:0]
+	nw.free = append(w.free, w.pending...)
+	nw.seg.chans, nw.open.chans = w.seg.chans[:0], w.open.chans[:0]
+	*w = *nw
+	return nil
+}
+
+// NextSeq returns the sequence number that the next segment header the
+// writer starts will carry: WriterOptions.FirstSeq before the first, and
+// one more than the current segment's after it.
+func (w *Writer) NextSeq() uint64 {
+	if !w.started {
+		return w.seq
+	}
+	return w.seq + 1
+}
+
+// WriteTrimmed writes a Trimmed record (ds-format(5) "Trimmed") in the
+// current segment, starting one if needed, after every frame written
+// before it: the writer's stream was trimmed by a store, which deleted its
+// frames below position h, and a reader hides any that remain. A store
+// writes one at the head of a trimmed stream it reads out
+// ([Store.OpenStream]). After Close it returns [ErrClosed].
+func (w *Writer) WriteTrimmed(h frames.Position) error {
+	if err := w.check(); err != nil {
+		return err
+	}
+	if err := w.flushBlocks(); err != nil {
+		return err
+	}
+	return w.appendRecord(wireformat.Record{Type: wireformat.TypeTrimmed, Body: wireformat.AppendTrimmedBody(nil, h)})
+}
+
 // Flush ends the open block and writes every buffered record to the
 // underlying io.Writer. Call it at every drain tick: a reader then sees
 // every record written so far. After Close it returns [ErrClosed].
@@ -684,7 +821,7 @@ func (w *Writer) Close() error {
 	}
 	if w.err == nil {
 		err := w.flushBlocks()
-		if err == nil && (!w.started || w.rotate) {
+		if err == nil && (!w.started || w.rotate || w.segEnded) {
 			err = w.beginRecord() // a header to name the channels declared last
 		}
 		if err == nil {

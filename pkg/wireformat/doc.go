@@ -26,9 +26,10 @@
 //     inner records whose frames store position differences;
 //     [AppendBlock], [AppendBlockBody], [DecodeBlock], [ParseInner],
 //     [AppendInnerFrame], [ParseInnerFrameBody]), SegmentSummary (JSON [Summary],
-//     the last record of a segment; [AppendSummary], [FindSummary]). Types
-//     0x06–0x3F are reserved and 0x40–0x7F experimental: decoders return
-//     them so that readers can skip them.
+//     the last record of a segment; [AppendSummary], [FindSummary]),
+//     Trimmed (uvarint trim horizon of a store; [AppendTrimmedBody],
+//     [ParseTrimmedBody]). Types 0x07–0x3F are reserved and 0x40–0x7F
+//     experimental: decoders return them so that readers can skip them.
 //   - A record that would contain the magic is stored escaped, so the magic
 //     appears in a capture only where a segment starts.
 //

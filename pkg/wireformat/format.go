@@ -62,7 +62,7 @@ const (
 // stored body is escaped; it is not part of the type.
 type RecordType uint8
 
-// Record types. 0x06–0x3F are reserved for future standard records and
+// Record types. 0x07–0x3F are reserved for future standard records and
 // 0x40–0x7F for private or experimental use; readers skip both by length.
 // 0x09, 0x0A, 0x0D and 0x1A are never assigned: see [RecordType.Valid].
 const (
@@ -72,8 +72,9 @@ const (
 	TypeStreamEnded     RecordType = 0x03 // body: empty (extra bytes ignored)
 	TypeBlock           RecordType = 0x04 // body: codec, uvarint size, compressed inner records
 	TypeSummary         RecordType = 0x05 // body: JSON Summary, the last record of a segment
+	TypeTrimmed         RecordType = 0x06 // body: uvarint H, the trim horizon of a store (ds-format(5) "Trimmed")
 
-	FirstReservedType     RecordType = 0x06
+	FirstReservedType     RecordType = 0x07
 	FirstExperimentalType RecordType = 0x40
 	LastExperimentalType  RecordType = 0x7F
 )
@@ -100,11 +101,11 @@ func (t RecordType) Valid() bool {
 }
 
 // Known reports whether t is one of the record types of format 1.0
-// (ChannelDeclared, Frame, StreamEnded, Block, SegmentSummary).
-func (t RecordType) Known() bool { return t >= TypeChannelDeclared && t <= TypeSummary }
+// (ChannelDeclared, Frame, StreamEnded, Block, SegmentSummary, Trimmed).
+func (t RecordType) Known() bool { return t >= TypeChannelDeclared && t <= TypeTrimmed }
 
 // Reserved reports whether t is a valid type in the range reserved for
-// future standard records (0x06–0x3F). Readers report such records to their
+// future standard records (0x07–0x3F). Readers report such records to their
 // caller and skip them by length.
 func (t RecordType) Reserved() bool {
 	return t.Valid() && t >= FirstReservedType && t < FirstExperimentalType
@@ -116,9 +117,9 @@ func (t RecordType) Experimental() bool {
 	return t >= FirstExperimentalType && t <= LastExperimentalType
 }
 
-var typeNames = [...]string{"Invalid", "ChannelDeclared", "Frame", "StreamEnded", "Block", "SegmentSummary"}
+var typeNames = [...]string{"Invalid", "ChannelDeclared", "Frame", "StreamEnded", "Block", "SegmentSummary", "Trimmed"}
 
-// String returns the type's name, or "Reserved(0x06)" / "Experimental(0x40)"
+// String returns the type's name, or "Reserved(0x07)" / "Experimental(0x40)"
 // / "RecordType(0x89)".
 func (t RecordType) String() string {
 	h := strconv.FormatUint(uint64(t)|0x100, 16)[1:]

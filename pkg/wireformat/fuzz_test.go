@@ -91,9 +91,10 @@ func checkHeader(t *testing.T, b []byte) {
 
 func FuzzRecord(f *testing.F) {
 	ex := specExamples(f)
-	for _, name := range []string{"channel-declared", "frame", "frame-escaped", "block", "stream-ended"} {
+	for _, name := range []string{"channel-declared", "frame", "frame-escaped", "block", "stream-ended", "trimmed"} {
 		f.Add(ex[name], uint32(testSeed), 0)
 	}
+	f.Add(rawRecord(7, byte(TypeTrimmed), []byte{0xFF, 0xFF}), uint32(7), 100)
 	f.Add(rawRecord(7, 0x82, []byte{1, 0, 0x89, 0x01}), uint32(7), 100)
 	f.Add(rawRecord(7, 0x45, []byte("reserved")), uint32(7), 100)
 	f.Add([]byte{2, 0xFF, 0xFF, 0xFF, 0}, uint32(0), -1)
@@ -154,6 +155,14 @@ func checkRecord(t *testing.T, b []byte, seed uint32, max int) {
 		d2, err := ParseChannelBody(body)
 		if err != nil || !cmp.Equal(d, d2) {
 			t.Fatalf("descriptor %+v re-decodes to %+v, %v", d, d2, err)
+		}
+	case TypeTrimmed:
+		h, err := ParseTrimmedBody(rec.Body)
+		if err != nil {
+			return
+		}
+		if h2, err := ParseTrimmedBody(AppendTrimmedBody(nil, h)); err != nil || h2 != h {
+			t.Fatalf("horizon %d re-decodes to %d, %v", h, h2, err)
 		}
 	}
 }

@@ -110,6 +110,9 @@ func TestSpecExamplesEncode(t *testing.T) {
 		"frame-escaped": func() ([]byte, error) { return AppendFrame(nil, seed, exEscaped) },
 		"block":         func() ([]byte, error) { return AppendBlock(nil, seed, content) },
 		"stream-ended":  func() ([]byte, error) { return AppendRecord(nil, seed, Record{Type: TypeStreamEnded}) },
+		"trimmed": func() ([]byte, error) {
+			return AppendRecord(nil, seed, Record{Type: TypeTrimmed, Body: AppendTrimmedBody(nil, 300)})
+		},
 		"segment-summary": func() ([]byte, error) {
 			first, last := frames.Position(0), frames.Position(3)
 			return AppendSummary(nil, &Summary{SegmentID: "0102030405060708", Length: 284, Frames: 4, Bytes: 14, First: &first, Last: &last, Ordered: true, Ended: true,

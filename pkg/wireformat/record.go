@@ -212,3 +212,22 @@ func ParseChannelBody(body []byte) (frames.ChannelDescriptor, error) {
 	}
 	return d, nil
 }
+
+// AppendTrimmedBody appends the body of a Trimmed record: uvarint H, the
+// trim horizon of the segment's stream in its store (ds-format(5)
+// "Trimmed"): frames below position H were deleted by their store, and a
+// reader hides any of them that remain.
+func AppendTrimmedBody(dst []byte, h frames.Position) []byte {
+	return binary.AppendUvarint(dst, uint64(h))
+}
+
+// ParseTrimmedBody decodes a Trimmed record body: the horizon H. Bytes
+// after the uvarint are ignored (a later minor version may add fields). It
+// returns [ErrBadBody] for a missing or malformed uvarint.
+func ParseTrimmedBody(body []byte) (frames.Position, error) {
+	h, k := binary.Uvarint(body)
+	if k <= 0 {
+		return 0, fmt.Errorf("%w: trimmed horizon", ErrBadBody)
+	}
+	return frames.Position(h), nil
+}
