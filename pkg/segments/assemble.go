@@ -2,7 +2,6 @@ package segments
 
 import (
 	"bytes"
-	"encoding/binary"
 	"hash/maphash"
 	"math"
 	"sort"
@@ -12,13 +11,13 @@ import (
 
 // Defaults of [AssemblerOptions].
 const (
-	// DefaultWindow is the reorder window of one stream, in bytes: the
-	// most an [Assembler] holds back of a stream, waiting for a missing
-	// position, before it declares the gap (8 MiB).
-	DefaultWindow = 8 << 20
-	// DefaultTotalWindow bounds what an [Assembler] holds back across all
-	// streams, in bytes (16 MiB).
-	DefaultTotalWindow = 16 << 20
+	// DefaultMemory is what an [Assembler] holds back in memory across all
+	// streams, in bytes, before it spills held frames to a temporary file
+	// (8 MiB).
+	DefaultMemory = 8 << 20
+	// DefaultWindow is DefaultMemory, under the name the views' options
+	// use (LogOptions.Window and the like).
+	DefaultWindow = DefaultMemory
 )
 
 // heldOverhead is what an [Assembler] counts for each frame it holds back,
@@ -60,9 +59,9 @@ const (
 	ItemConflict
 	// ItemLate is a frame that arrived after its stream had gone past its
 	// position without it: its position had been declared part of a gap
-	// (it trailed the others by more than the reorder window), or it lies
-	// below the position the stream started at. It is shown where it
-	// arrives.
+	// (by a Flush: the end of input, or a live input that went quiet), or
+	// it lies below the position the stream started at. It is shown where
+	// it arrives, never dropped.
 	ItemLate
 	// ItemStart says that the stream starts at Frame.Position (Frame has
 	// no channel and no payload), and that the frames before it are not
@@ -72,6 +71,12 @@ const (
 	// was cut off, or a later file of a rotated capture). It is not a gap.
 	// It comes right before the stream's first ItemFrame.
 	ItemStart
+	// ItemTrimmed says that positions Gap.From..Gap.To (From is 0) of the
+	// stream were deleted by a store's trim ([Assembler.Trim], the
+	// Trimmed record of ds-format(5)): not lost, not a gap. It comes
+	// before the stream's first ItemFrame, or where the trim was read
+	// when that was later.
+	ItemTrimmed
 )
 
 // Gap is an inclusive run of missing positions; Count = To - From + 1.
@@ -84,8 +89,11 @@ type Gap struct {
 type Item struct {
 	Kind   ItemKind
 	Stream frames.StreamID
-	Frame  frames.Frame // ItemFrame, ItemConflict, ItemLate; ItemStart: Position only
-	Gap    Gap          // ItemGap
+	// Frame is the frame of ItemFrame, ItemConflict and ItemLate (its
+	// Payload is valid only during the emit call: a frame read back from
+	// a spill file shares a buffer) and the position of ItemStart.
+	Frame frames.Frame
+	Gap   Gap // ItemGap, ItemTrimmed
 }
 
 // StreamStats counts what the assembler saw of one stream. Every frame
@@ -103,10 +111,16 @@ type StreamStats struct {
 	Uncompared uint64
 	Conflicts  uint64 // different payloads for a stored position, refused
 	Late       uint64 // frames emitted where they arrived (ItemLate)
-	Gaps       uint64 // interior gaps declared
-	Missing    uint64 // positions inside those gaps
-	First      frames.Position
-	Last       frames.Position
+	// Trimmed counts frames dropped because they lie below the stream's
+	// trim horizon ([Assembler.Trim]).
+	Trimmed uint64
+	// Before is the stream's trim horizon: positions below it were
+	// trimmed by a store (0: none).
+	Before  frames.Position
+	Gaps    uint64 // interior gaps declared
+	Missing uint64 // positions inside those gaps
+	First   frames.Position
+	Last    frames.Position
 	// HeadMissing says that the stream's first segment read was not its
 	// writer's first: it starts at First, and the frames before First are
 	// not in the input (see ItemStart).
@@ -115,13 +129,30 @@ type StreamStats struct {
 
 // AssemblerOptions configures an [Assembler]. The zero value is valid.
 type AssemblerOptions struct {
-	// Window is the most an Assembler holds back of one stream, in bytes
-	// (payloads plus a per-frame overhead of a few hundred bytes): 0 means
-	// DefaultWindow.
-	Window int
-	// TotalWindow is the most it holds back across all streams, in bytes:
-	// 0 means the larger of DefaultTotalWindow and Window.
-	TotalWindow int
+	// Memory is the most an Assembler holds back in memory across all
+	// streams, in bytes (payloads plus a per-frame overhead of a few
+	// hundred bytes); beyond it, held frames are spilled to a temporary
+	// file. 0 means DefaultMemory.
+	Memory int
+	// TempDir is where spill files are made: "" means os.TempDir(). A
+	// spill file is unlinked as soon as it is created, so nothing is left
+	// behind, whatever happens to the process.
+	TempDir string
+	// Eager starts a stream whose first segment read is not its writer's
+	// first at the first position that arrives, at once, instead of
+	// holding its frames until the end of input in case lower ones come.
+	// It is for readers that read a capture from part-way (ds tail) or
+	// that trust one capture's order to report on it quickly (ds info);
+	// a lower position arriving later is then late ([ItemLate]), never
+	// dropped.
+	Eager bool
+	// Compare is how many of the last positions emitted of each stream
+	// keep a payload hash, from the stream's first frame, so that a copy
+	// arriving after its first was emitted is told identical or
+	// conflicting (ds merge sets it). 0 hashes only once a stream shows
+	// disorder, and keeps up to 1024. The history budget (8 MiB for all
+	// streams) bounds it either way.
+	Compare int
 }
 
 // Assembler is streaming ingest (spec §7): it rebuilds each stream by
@@ -131,52 +162,54 @@ type AssemblerOptions struct {
 // a gap; a leading or trailing absence is not a gap (CONFORMANCE §3.4).
 // Streams are keyed by (node, life) and never merge.
 //
-// # The reorder window
+// # Order independence
 //
 // A frame whose position is not the next one expected is held back (its
-// payload copied) until the positions before it arrive. What is held is
-// bounded in bytes: a held frame counts its payload plus a fixed overhead
-// (a few hundred bytes) for its bookkeeping. When a stream holds more than
-// Window, the gap before its lowest held frame is declared and frames flow
-// again, as many as it takes to get back under Window. When all streams
-// together hold more than TotalWindow, the stream holding the most is made
-// to do the same, one held frame at a time, until the total is back under
-// TotalWindow. A capture written by one writer is already in order and
-// flows straight through, holding nothing. Within the window the result is
-// exactly the store's (CONFORMANCE §3.1, §3.5).
+// payload copied) until the positions before it arrive. Nothing is
+// guessed: a gap is declared only by [Assembler.Flush] (at the end of
+// input, or when a live input has gone quiet), never because frames were
+// held for long, so any order of arrival, any cut of the input and any
+// duplication give the same frames in the same order (seed §9.1
+// invariant 11). What is held is bounded in memory, not on disk: past
+// AssemblerOptions.Memory bytes, every stream's held frames are sorted
+// and spilled to a temporary file, as sort(1) does, and read back in
+// order as the positions before them arrive. A capture written by one
+// writer is already in order and flows straight through, holding
+// nothing.
 //
-// A stream starts at position 0 as soon as it arrives. A stream whose
-// first segment read is not its writer's first (see [Assembler.Segment])
-// starts at the first position that arrives, at once, after an [ItemStart].
-// Otherwise a lower position may still arrive: the stream waits, holding
-// its frames, until position 0 arrives, its window fills, or it is flushed,
-// and then starts at the lowest position held.
+// A stream starts at position 0 (or at its trim horizon, see
+// [Assembler.Trim]) as soon as that position arrives. Otherwise a lower
+// position may still arrive: the stream holds its frames until it does
+// or until Flush, and then starts at the lowest position held. When no
+// segment of the stream read so far was its writer's first (see
+// [Assembler.Segment]), that start comes after an [ItemStart]; with
+// AssemblerOptions.Eager such a stream starts at once.
 //
 // # Duplicates, conflicts and late frames
 //
-// A frame whose position the stream has gone past is classified by
-// position. The assembler remembers which positions were emitted as
-// ranges (the run since the last gap, and earlier runs): a position
-// emitted before is a duplicate; any other position (one in a declared
-// gap, one below where the stream started) is a late frame, emitted as
-// [ItemLate] where it arrives and remembered as emitted. A stream
-// remembers up to 1024 earlier runs (8 to 16 once the history budget
-// below is spent): past that it forgets the oldest half, and a frame
-// below what it remembers is shown late, even if it is in fact a copy of
-// a frame emitted long ago.
+// Copies of a position that are held at the same time are compared
+// exactly (their payload hashes), and the first to arrive wins. A frame
+// whose position the stream has gone past is classified by position.
+// The assembler remembers which positions were emitted as ranges (the
+// run since the last gap, and earlier runs): a position emitted before
+// is a duplicate; any other position (one in a declared gap, one below
+// where the stream started) is a late frame, emitted as [ItemLate] where
+// it arrives and remembered as emitted. A stream remembers up to 1024
+// earlier runs (8 to 16 once the history budget below is spent): past
+// that it forgets the oldest half, and a frame below what it remembers is
+// shown late, even if it is in fact a copy of a frame emitted long ago:
+// a frame is never dropped as a copy without its position having been
+// seen.
 //
-// Telling a conflict from an identical copy needs the earlier payload. In
-// order frames are not hashed; the assembler keeps, per stream:
-//   - the length and the first and last 8 bytes of the last frame emitted
-//     in order, so that a repeat of it with other content is a conflict
-//     (payloads of up to 16 bytes are thus compared whole);
-//   - the hash of every frame held back, so that copies of held frames are
+// Telling a conflict from an identical copy needs the earlier payload.
+// The assembler keeps, per stream, hashes of the channel and payload:
+//   - of the last frame emitted, so that a repeat of it (a copy right
+//     after its first, as ds merge writes a conflicting copy) is always
 //     compared;
-//   - once the stream has shown disorder (a frame held back after the
-//     stream started, or a repeat or a late frame), the hashes of the
-//     frames it emits from then on, for up to the last 1024 positions
-//     (the ring of hashes stops growing, at 16 or more, once the history
-//     budget below is spent).
+//   - of every frame held back;
+//   - once the stream has shown disorder (or from its start, with
+//     AssemblerOptions.Compare), the hashes of the frames it emits from
+//     then on, for the last 1024 positions (Compare positions).
 //
 // A repeat of any other emitted position is counted as a duplicate in
 // StreamStats.Duplicates and in StreamStats.Uncompared: if its payload
@@ -185,72 +218,100 @@ type AssemblerOptions struct {
 //
 // # Memory
 //
-// An Assembler holds at most TotalWindow bytes of frames (as counted
+// An Assembler holds at most Memory bytes of frames in memory (as counted
 // above), plus about 250 bytes per stream (its state, counters and the
-// assembler's index of streams), plus what streams remember of their
-// history: up to 8 runs (16 bytes each) and 16 hashes (24 bytes each) per
-// stream that had gaps or disorder, and beyond that a history budget of
-// 8 MiB for all streams together. The work per frame is O(log held), independent of position spans
-// (CONFORMANCE §3.4: positions 0 and 2^64−1).
+// assembler's index of streams), plus for each spilled run its position
+// in the spill file (about 100 bytes) and, while it is being read back,
+// a 16 KiB buffer (at most 128 such buffers at once), plus what streams
+// remember of their history: up to 8 runs (16 bytes each) and 16 hashes
+// (24 bytes each) per stream that had gaps or disorder, and beyond that a
+// history budget of 8 MiB for all streams together. The work per frame is
+// O(log held), independent of position spans (CONFORMANCE §3.4:
+// positions 0 and 2^64−1).
+//
+// Call [Assembler.Close] when done: it closes the spill files. A spill
+// file that cannot be written or read back is an error of
+// [Assembler.Err]; the frames it would have held stay in memory, or are
+// lost with that error: never silently.
 //
 // An Assembler is not safe for concurrent use.
 type Assembler struct {
-	window  int // per stream, bytes
-	total   int // all streams, bytes
+	memory  int // bytes held in memory across streams before a spill
+	tempDir string
+	eager   bool
+	compare int // Compare, or maxRecent
 	emit    func(Item)
 	streams map[frames.StreamID]*assembly
 	order   []*assembly
 	last    *assembly // the stream of the previous Add, to skip the map lookup
 	holders []*assembly
-	held    int // bytes held across all streams
-	history int // bytes of history beyond each stream's free allowance
-	maxHist int // maxHistory (tests lower it)
+	held    int    // bytes held in memory across all streams
+	seq     uint64 // arrivals, so that the first copy wins among held ones
+	history int    // bytes of history beyond each stream's free allowance
+	maxHist int    // maxHistory (tests lower it)
 	seed    maphash.Seed
+	spill   spillState
 }
 
 // NewAssembler returns an assembler that calls emit for every item, in
-// order, with a reorder window of window bytes per stream (0:
-// DefaultWindow) and the default total window: it is [NewAssemblerWith]
-// with AssemblerOptions{Window: window}.
-func NewAssembler(window int, emit func(Item)) *Assembler {
-	return NewAssemblerWith(AssemblerOptions{Window: window}, emit)
+// order, holding at most memory bytes in memory before it spills (0:
+// DefaultMemory): it is [NewAssemblerWith] with
+// AssemblerOptions{Memory: memory}.
+func NewAssembler(memory int, emit func(Item)) *Assembler {
+	return NewAssemblerWith(AssemblerOptions{Memory: memory}, emit)
 }
 
 // NewAssemblerWith returns an assembler configured by opts that calls emit
 // for every item, in order.
 func NewAssemblerWith(opts AssemblerOptions, emit func(Item)) *Assembler {
-	if opts.Window <= 0 {
-		opts.Window = DefaultWindow
+	if opts.Memory <= 0 {
+		opts.Memory = DefaultMemory
 	}
-	if opts.TotalWindow <= 0 {
-		opts.TotalWindow = max(DefaultTotalWindow, opts.Window)
+	cmp := maxRecent
+	if opts.Compare > 0 {
+		cmp = opts.Compare
 	}
 	return &Assembler{
-		window: opts.Window, total: opts.TotalWindow, emit: emit, maxHist: maxHistory,
-		streams: make(map[frames.StreamID]*assembly), seed: maphash.MakeSeed(),
+		memory: opts.Memory, tempDir: opts.TempDir, eager: opts.Eager, compare: cmp,
+		emit: emit, maxHist: maxHistory, seed: maphash.MakeSeed(),
+		streams: make(map[frames.StreamID]*assembly),
+		spill:   spillState{hashAll: opts.Compare > 0},
 	}
 }
 
 // Flags of an assembly.
 const (
-	started  uint8 = 1 << iota // next and run are set
-	done                       // MaxUint64 was emitted: nothing follows
-	resumed                    // start at the first position that arrives
-	disorder                   // the stream has shown disorder: hash what it emits
+	started    uint8 = 1 << iota // next and run are set
+	done                         // MaxUint64 was emitted: nothing follows
+	resumed                      // the first segment read was not the writer's first
+	disorder                     // the stream has shown disorder: hash what it emits
+	sawFirst                     // a segment that was its writer's first was read
+	announced                    // ItemTrimmed was emitted
+	lastHashed                   // lastHash is the hash of the frame at stats.Last
 )
 
-// assembly is the state of one stream: about 180 bytes until it needs
+// assembly is the state of one stream: about 200 bytes until it needs
 // more (held, hist).
 type assembly struct {
 	id    frames.StreamID
 	next  frames.Position // the next position expected, once started
 	run   frames.Position // positions run..next-1 (..MaxUint64 when done) were emitted in order
 	flags uint8
-	hidx  int32 // index in Assembler.holders, -1 when holding nothing
-	fp    fingerprint
-	held  *holding // nil until a frame is held back
-	hist  *history // nil until a gap, a late frame or disorder
-	stats streamCounts
+	hidx  int32 // index in Assembler.holders, -1 when holding nothing in memory
+	// lastHash is the hash of the frame emitted last (at stats.Last),
+	// with the lastHashed flag (not after AddRun).
+	lastHash uint64
+	held     *holding // nil until a frame is held back
+	hist     *history // nil until a gap, a late frame or disorder
+	stats    streamCounts
+}
+
+// before returns the stream's trim horizon: positions below it are dropped.
+func (st *assembly) before() frames.Position {
+	if st.stats.odd == nil {
+		return 0
+	}
+	return st.stats.odd.Before
 }
 
 // streamCounts is what an assembly counts of every stream; the counters
@@ -280,58 +341,65 @@ func (c *streamCounts) full() StreamStats {
 	return s
 }
 
-// fingerprint is what the assembler keeps of the last frame emitted in
-// order (position stats.Last): its length and first and last 8 bytes; n
-// is −1 when that frame came in a run ([Assembler.AddRun]).
-type fingerprint struct {
-	head, tail uint64
-	n          int
-}
-
-func fingerprintOf(b []byte) fingerprint {
-	fp := fingerprint{n: len(b)}
-	if len(b) >= 8 {
-		fp.head = binary.LittleEndian.Uint64(b)
-		fp.tail = binary.LittleEndian.Uint64(b[len(b)-8:])
-		return fp
-	}
-	var buf [8]byte
-	copy(buf[:], b)
-	fp.head = binary.LittleEndian.Uint64(buf[:])
-	fp.tail = fp.head
-	return fp
-}
-
-// holding is what a stream holds back: a min-heap of frames by position,
-// with their payload hashes, indexed by position once there are more than
-// a few, for duplicate detection.
+// holding is what a stream holds back: a min-heap in memory of frames by
+// (position, arrival), with their payload hashes, indexed by position once
+// there are more than a few, for duplicate detection; and the runs spilled
+// to files, a min-heap by their next frame.
 type holding struct {
 	pending []heldFrame
 	hashes  map[frames.Position]uint64 // nil while len(pending) <= maxScannedHeld
-	bytes   int                        // counted as payload + heldOverhead per frame
+	bytes   int                        // in memory, counted as payload + heldOverhead per frame
+	runs    []*spillRun
 }
 
 // maxScannedHeld is how many held frames are searched one by one for a
 // copy; beyond, they are indexed.
 const maxScannedHeld = 8
 
-// hash returns the payload hash of the frame held at position p.
+// hash returns the payload hash of the frame held in memory at position p.
 func (hs *holding) hash(p frames.Position) (uint64, bool) {
 	if hs.hashes != nil {
 		h, ok := hs.hashes[p]
 		return h, ok
 	}
+	var h, seq uint64
+	ok := false
 	for i := range hs.pending {
-		if hs.pending[i].f.Position == p {
-			return hs.pending[i].hash, true
+		if x := &hs.pending[i]; x.f.Position == p && (!ok || x.seq < seq) {
+			h, seq, ok = x.hash, x.seq, true // the first copy's
 		}
 	}
-	return 0, false
+	return h, ok
+}
+
+// empty reports whether nothing is held, in memory or spilled.
+func (hs *holding) empty() bool { return hs == nil || len(hs.pending) == 0 && len(hs.runs) == 0 }
+
+// lowest returns the position and arrival of the lowest frame held.
+func (hs *holding) lowest() (frames.Position, uint64) {
+	var p frames.Position
+	var seq uint64
+	ok := false
+	if len(hs.pending) > 0 {
+		p, seq, ok = hs.pending[0].f.Position, hs.pending[0].seq, true
+	}
+	if len(hs.runs) > 0 {
+		r := hs.runs[0]
+		if !ok || r.head.f.Position < p || r.head.f.Position == p && r.head.seq < seq {
+			p, seq = r.head.f.Position, r.head.seq
+		}
+	}
+	return p, seq
 }
 
 type heldFrame struct {
 	f    frames.Frame
 	hash uint64
+	seq  uint64 // arrival
+}
+
+func (x *heldFrame) less(y *heldFrame) bool {
+	return x.f.Position < y.f.Position || x.f.Position == y.f.Position && x.seq < y.seq
 }
 
 // history is what a stream remembers of what it emitted before its
@@ -356,6 +424,9 @@ func (a *Assembler) stream(s frames.StreamID) *assembly {
 	st := a.streams[s]
 	if st == nil {
 		st = &assembly{id: s, hidx: -1}
+		if a.spill.hashAll {
+			st.flags |= disorder // hash from the start (AssemblerOptions.Compare)
+		}
 		a.streams[s] = st
 		a.order = append(a.order, st)
 	}
@@ -363,19 +434,70 @@ func (a *Assembler) stream(s frames.StreamID) *assembly {
 }
 
 // Segment tells the assembler that a segment of stream s starts, whose
-// header carries sequence number seq. When it is the first the assembler
-// sees of s and seq > 0, the writer had written earlier segments of s,
-// which are not in the input: s then starts at the first position that
-// arrives, at once, after an [ItemStart] (StreamStats.HeadMissing). Frames
-// below that position that arrive later are late.
+// header carries sequence number seq. When the first segment seen of s
+// has seq > 0, the writer had written earlier segments of s, which may
+// not be in the input: unless a segment with seq 0 is read before the
+// stream starts, its start comes after an [ItemStart]
+// (StreamStats.HeadMissing), and with AssemblerOptions.Eager it starts at
+// the first position that arrives, at once.
 func (a *Assembler) Segment(s frames.StreamID, seq uint64) {
-	if _, ok := a.streams[s]; ok {
-		return
-	}
+	_, seen := a.streams[s]
 	st := a.stream(s)
-	if seq > 0 {
+	switch {
+	case seq == 0:
+		st.flags |= sawFirst
+	case !seen:
 		st.flags |= resumed
 	}
+}
+
+// Trim tells the assembler that the frames of stream s below position
+// before were deleted by a store (ds trim; the Trimmed record of
+// ds-format(5)): such frames are dropped wherever they arrive (counted in
+// StreamStats.Trimmed), the stream starts at before as it would at 0, and
+// an [ItemTrimmed] is emitted once, before the stream's first item (or at
+// once, when the stream has already started). A lower horizon than one
+// already known changes nothing.
+func (a *Assembler) Trim(s frames.StreamID, before frames.Position) {
+	st := a.stream(s)
+	if before <= st.before() {
+		return
+	}
+	st.oddStats().Before = before
+	st.flags &^= announced
+	if st.flags&started == 0 {
+		// Frames held below the horizon go; the stream starts at once if
+		// the horizon's frame is held.
+		a.dropTrimmed(st)
+		if st.held.empty() {
+			return
+		}
+		if lo, _ := st.held.lowest(); lo == before {
+			a.start(st, before)
+			a.drain(st, false)
+		}
+		return
+	}
+	if st.flags&started != 0 {
+		a.announce(st)
+		if st.flags&done == 0 && st.next < before {
+			if st.next > st.run {
+				a.addSpan(st, posSpan{st.run, st.next - 1})
+			}
+			st.run, st.next = before, before // trimmed, not missing: no gap
+		}
+		a.drain(st, false)
+	}
+}
+
+// announce emits the stream's ItemTrimmed, once.
+func (a *Assembler) announce(st *assembly) {
+	before := st.before()
+	if before == 0 || st.flags&announced != 0 {
+		return
+	}
+	st.flags |= announced
+	a.emit(Item{Kind: ItemTrimmed, Stream: st.id, Gap: Gap{From: 0, To: before - 1, Count: uint64(before)}})
 }
 
 // Add ingests one frame of stream s. f.Payload need only be valid during
@@ -387,27 +509,37 @@ func (a *Assembler) Add(s frames.StreamID, f frames.Frame) {
 		st = a.stream(s)
 		a.last = st
 	}
+	a.seq++
+	if f.Position < st.before() {
+		st.oddStats().Trimmed++
+		return
+	}
 	switch {
 	case st.flags&started != 0:
 		if st.flags&done == 0 && f.Position == st.next {
-			a.emitFrame(st, f, 0, false) // in order: the common case
-			if st.held != nil && len(st.held.pending) > 0 {
-				a.drain(st, false)
+			if st.held.empty() {
+				a.emitFrame(st, f, 0, false) // in order: the common case
+				return
 			}
-			return
-		}
-		if st.flags&done != 0 || f.Position < st.next {
+			if lo, _ := st.held.lowest(); lo != f.Position {
+				a.emitFrame(st, f, 0, false)
+				a.drain(st, false)
+				return
+			}
+			// An earlier copy is held (spilled): it wins; this one
+			// joins it, to be compared when they come out.
+		} else if st.flags&done != 0 || f.Position < st.next {
 			a.past(st, f)
 			return
 		}
-	case st.flags&resumed != 0:
+	case st.flags&resumed != 0 && st.flags&sawFirst == 0 && a.eager:
 		a.start(st, f.Position)
 		a.emitFrame(st, f, 0, false)
 		return
-	case f.Position == 0 && (st.held == nil || len(st.held.pending) == 0):
-		// Nothing precedes position 0: a stream seen from its start
-		// flows straight through.
-		a.start(st, 0)
+	case f.Position == st.before() && st.held.empty():
+		// Nothing precedes position 0 (or the trim horizon): a stream
+		// seen from its start flows straight through.
+		a.start(st, f.Position)
 		a.emitFrame(st, f, 0, false)
 		return
 	}
@@ -415,17 +547,15 @@ func (a *Assembler) Add(s frames.StreamID, f frames.Frame) {
 		return
 	}
 	if st.flags&started == 0 {
-		// A lower position may still arrive: wait, unless the window is
-		// full.
-		lo := st.held.pending[0].f.Position
-		if lo != 0 && st.held.bytes <= a.window {
-			a.enforceTotal()
+		// A lower position may still arrive: wait for it (or for Flush).
+		if lo, _ := st.held.lowest(); lo != st.before() {
+			a.enforceMemory()
 			return
 		}
-		a.start(st, lo)
+		a.start(st, st.before())
 	}
 	a.drain(st, false)
-	a.enforceTotal()
+	a.enforceMemory()
 }
 
 // AddRun ingests the frames at every position from first to last of
@@ -434,33 +564,35 @@ func (a *Assembler) Add(s frames.StreamID, f frames.Frame) {
 // [Assembler.Add] of each of those frames, except that it emits no
 // ItemFrame for them (the caller counts them from the summary) and keeps
 // nothing to compare a later copy with (a repeat of one of them counts as
-// a duplicate not compared). Gaps before the run, and ItemStart, are
-// emitted as Add would.
+// a duplicate not compared). ItemStart and ItemTrimmed are emitted as Add
+// would; with AssemblerOptions.Eager, so is the gap before the run.
 //
 // It reports false, and does nothing, when the run cannot simply be
 // appended: frames of s are held back, the run does not lie after what s
-// emitted, or s has not started and the run starts neither at 0 nor in a
-// segment after the writer's first (a lower position may still come). The
+// emitted, it lies after a hole and the assembler is not eager (the
+// hole's frames may still come), it reaches below the trim horizon, or s
+// has not started and the run starts neither at its start (0 or the
+// horizon) nor, eagerly, in a segment after the writer's first. The
 // caller then adds the segment's frames one by one.
 func (a *Assembler) AddRun(s frames.StreamID, first, last frames.Position, bytes uint64) bool {
 	st := a.stream(s)
-	if last < first || st.held != nil && len(st.held.pending) > 0 || st.flags&done != 0 {
+	if last < first || !st.held.empty() || st.flags&done != 0 || first < st.before() {
 		return false
 	}
 	switch {
 	case st.flags&started != 0:
-		if first < st.next {
+		if first < st.next || first > st.next && !a.eager {
 			return false
 		}
 		if first > st.next {
 			a.gap(st, first)
 		}
-	case first == 0 || st.flags&resumed != 0:
+	case first == st.before() || st.flags&resumed != 0 && st.flags&sawFirst == 0 && a.eager:
 		a.start(st, first)
 	default:
 		return false
 	}
-	st.fp = fingerprint{n: -1} // nothing to compare with
+	st.flags &^= lastHashed // nothing to compare with
 	st.stats.Frames += uint64(last-first) + 1
 	st.stats.Bytes += bytes
 	st.stats.Last = last
@@ -476,26 +608,38 @@ func (a *Assembler) AddRun(s frames.StreamID, first, last frames.Position, bytes
 func (a *Assembler) start(st *assembly, pos frames.Position) {
 	st.flags |= started
 	st.next, st.run, st.stats.First = pos, pos, pos
-	if st.flags&resumed != 0 {
+	a.announce(st)
+	if pos > st.before() && st.flags&resumed != 0 && st.flags&sawFirst == 0 {
 		st.oddStats().HeadMissing = true
 		a.emit(Item{Kind: ItemStart, Stream: st.id, Frame: frames.Frame{Position: pos}})
 	}
 }
 
-// hold holds f back; it reports false if f was a copy of a held frame.
+// hashOf returns the hash that tells copies of a position apart: of the
+// frame's payload and channel (a copy on another channel differs).
+func (a *Assembler) hashOf(f frames.Frame) uint64 {
+	return maphash.Bytes(a.seed, f.Payload) ^ uint64(f.Channel)*0x9e3779b97f4a7c15
+}
+
+// hold holds f back; it reports false if f was a copy of a frame held in
+// memory (copies of spilled frames are told apart as they come out).
 func (a *Assembler) hold(st *assembly, f frames.Frame) bool {
-	h := maphash.Bytes(a.seed, f.Payload)
+	h := a.hashOf(f)
 	if st.held == nil {
 		st.held = &holding{}
-	} else if hh, ok := st.held.hash(f.Position); ok {
-		a.duplicate(st, f, hh == h, true)
-		return false
+	} else if len(st.held.runs) == 0 {
+		// With runs spilled, an earlier copy may be among them: copies are
+		// then compared as they come out, in order of arrival.
+		if hh, ok := st.held.hash(f.Position); ok {
+			a.duplicate(st, f, hh == h, true)
+			return false
+		}
 	}
 	if st.flags&started != 0 {
 		st.flags |= disorder // not merely waiting for its start
 	}
 	f.Payload = bytes.Clone(f.Payload)
-	st.held.push(heldFrame{f: f, hash: h})
+	st.held.push(heldFrame{f: f, hash: h, seq: a.seq})
 	a.account(st, heldCost(f.Payload))
 	return true
 }
@@ -506,19 +650,12 @@ func heldCost(payload []byte) int { return len(payload) + heldOverhead }
 func (a *Assembler) past(st *assembly, f frames.Frame) {
 	st.flags |= disorder
 	p := f.Position
-	if st.stats.Frames > 0 && p == st.stats.Last && st.fp.n >= 0 {
-		fp := fingerprintOf(f.Payload)
-		switch {
-		case fp != st.fp:
-			a.duplicate(st, f, false, true)
-			return
-		case fp.n <= 16:
-			a.duplicate(st, f, true, true)
-			return
-		}
+	if st.stats.Frames > 0 && p == st.stats.Last && st.flags&lastHashed != 0 {
+		a.duplicate(st, f, st.lastHash == a.hashOf(f), true)
+		return
 	}
 	if r := st.recentOf(p); r != nil {
-		a.duplicate(st, f, r.hash == maphash.Bytes(a.seed, f.Payload), true)
+		a.duplicate(st, f, r.hash == a.hashOf(f), true)
 		return
 	}
 	if st.emitted(p) {
@@ -528,7 +665,7 @@ func (a *Assembler) past(st *assembly, f frames.Frame) {
 	// Never emitted: in a declared gap, below the start, or forgotten.
 	st.oddStats().Late++
 	a.markEmitted(st, p)
-	a.remember(st, p, maphash.Bytes(a.seed, f.Payload))
+	a.remember(st, p, a.hashOf(f))
 	a.emit(Item{Kind: ItemLate, Stream: st.id, Frame: f})
 }
 
@@ -546,12 +683,12 @@ func (a *Assembler) duplicate(st *assembly, f frames.Frame, same, compared bool)
 	a.emit(Item{Kind: ItemConflict, Stream: st.id, Frame: f})
 }
 
-// drain emits held frames that are next in order. While the stream holds
-// more than the window (or with force, while it holds anything) it
-// declares the gap before its lowest held frame and goes on.
+// drain emits held frames that are next in order, and the copies of
+// the last one emitted. With force it emits everything held, declaring
+// the gaps before them.
 func (a *Assembler) drain(st *assembly, force bool) {
-	for st.held != nil && len(st.held.pending) > 0 {
-		if st.held.pending[0].f.Position != st.next && !force && st.held.bytes <= a.window {
+	for !st.held.empty() {
+		if lo, _ := st.held.lowest(); !force && st.flags&done == 0 && lo > st.next {
 			break
 		}
 		a.emitLowest(st)
@@ -560,16 +697,25 @@ func (a *Assembler) drain(st *assembly, force bool) {
 }
 
 // emitLowest emits the lowest held frame of a started stream, after the
-// gap before it, if any.
+// gap before it, if any; a copy of the frame emitted last is compared
+// with it.
 func (a *Assembler) emitLowest(st *assembly) {
-	hs := st.held
-	p := hs.pop()
-	a.account(st, -heldCost(p.f.Payload))
-	if st.flags&done != 0 {
-		a.past(st, p.f) // unreachable: nothing is held above MaxUint64
-		return
+	p, ok := a.pop(st)
+	if !ok {
+		return // a spill file could not be read: a.err says so
 	}
-	if p.f.Position != st.next {
+	switch {
+	case p.f.Position < st.before():
+		st.oddStats().Trimmed++
+		return
+	case st.flags&done != 0 || p.f.Position < st.next:
+		if st.flags&lastHashed != 0 && p.f.Position == st.stats.Last {
+			a.duplicate(st, p.f, p.hash == st.lastHash, true)
+			return
+		}
+		a.past(st, p.f)
+		return
+	case p.f.Position != st.next:
 		a.gap(st, p.f.Position)
 	}
 	a.emitFrame(st, p.f, p.hash, true)
@@ -590,13 +736,14 @@ func (a *Assembler) gap(st *assembly, lo frames.Position) {
 // emitFrame emits f, the next frame in order; hash is its payload's hash
 // when hashed is set.
 func (a *Assembler) emitFrame(st *assembly, f frames.Frame, hash uint64, hashed bool) {
+	if !hashed {
+		hash = a.hashOf(f)
+	}
 	if st.flags&disorder != 0 {
-		if !hashed {
-			hash = maphash.Bytes(a.seed, f.Payload)
-		}
 		a.remember(st, f.Position, hash)
 	}
-	st.fp = fingerprintOf(f.Payload)
+	st.lastHash = hash
+	st.flags |= lastHashed
 	st.stats.Frames++
 	st.stats.Bytes += uint64(len(f.Payload))
 	st.stats.Last = f.Position
@@ -609,11 +756,12 @@ func (a *Assembler) emitFrame(st *assembly, f frames.Frame, hash uint64, hashed 
 }
 
 // remember keeps the hash of the frame emitted at pos, growing the ring of
-// recent hashes with the frames emitted, up to maxRecent.
+// recent hashes with the frames emitted, up to maxRecent (or
+// AssemblerOptions.Compare).
 func (a *Assembler) remember(st *assembly, pos frames.Position, hash uint64) {
 	h := st.history()
 	h.puts++
-	if n := max(4, 2*len(h.recent)); h.puts > len(h.recent) && n <= maxRecent && (n <= freeRecent || a.history+24*(n-len(h.recent)) <= a.maxHist) {
+	if n := max(4, 2*len(h.recent)); h.puts > len(h.recent) && n <= max(a.compare, 4) && (n <= freeRecent || a.history+24*(n-len(h.recent)) <= a.maxHist) {
 		old := h.recent
 		h.recent = make([]recent, n)
 		for _, r := range old {
@@ -727,7 +875,8 @@ func (a *Assembler) recharge(h *history) {
 	h.charge = c
 }
 
-// account adds delta bytes to what st holds.
+// account adds delta bytes to what st holds in memory, keeping the list of
+// streams that hold something in memory.
 func (a *Assembler) account(st *assembly, delta int) {
 	st.held.bytes += delta
 	a.held += delta
@@ -735,48 +884,36 @@ func (a *Assembler) account(st *assembly, delta int) {
 	case st.held.bytes > 0 && st.hidx < 0:
 		st.hidx = int32(len(a.holders))
 		a.holders = append(a.holders, st)
-		a.holderUp(int(st.hidx))
-	case st.held.bytes > 0:
-		if delta > 0 {
-			a.holderUp(int(st.hidx))
-		} else {
-			a.holderDown(int(st.hidx))
-		}
-	case st.hidx >= 0:
+	case st.held.bytes <= 0 && st.hidx >= 0:
 		i, n := int(st.hidx), len(a.holders)-1
-		a.holderSwap(i, n)
+		a.holders[i] = a.holders[n]
+		a.holders[i].hidx = int32(i)
 		a.holders[n] = nil
 		a.holders = a.holders[:n]
 		st.hidx = -1
-		if i < n {
-			a.holderDown(i)
-			a.holderUp(i)
-		}
 	}
 }
 
-// enforceTotal makes the streams holding the most emit until all streams
-// together hold at most the total window.
-func (a *Assembler) enforceTotal() {
-	for a.held > a.total && len(a.holders) > 0 {
-		st := a.holders[0]
-		if st.flags&started == 0 {
-			a.start(st, st.held.pending[0].f.Position)
-		}
-		a.emitLowest(st)
-		a.drain(st, false)
+// enforceMemory spills what every stream holds in memory once all of it
+// together is over the memory bound.
+func (a *Assembler) enforceMemory() {
+	if a.held > a.memory && a.spill.err == nil {
+		a.spillAll()
 	}
 }
 
 // release drops the storage of a stream that holds nothing any more.
 func (a *Assembler) release(st *assembly) {
-	if st.held != nil && len(st.held.pending) == 0 {
+	if st.held != nil && st.held.empty() {
 		st.held = nil
 	}
 }
 
 // Flush emits everything held for every stream, declaring the gaps that
-// remain (call it at the end of input, or when a follower has been idle).
+// remain: call it at the end of input, or when a live input has gone
+// quiet (a frame of a declared gap that arrives after is then late).
+// Streams that were waiting for a lower position start at the lowest
+// held.
 func (a *Assembler) Flush() {
 	for _, st := range a.order {
 		a.flush(st)
@@ -791,13 +928,33 @@ func (a *Assembler) FlushStream(s frames.StreamID) {
 }
 
 func (a *Assembler) flush(st *assembly) {
-	if st.held == nil || len(st.held.pending) == 0 {
+	if st.flags&started == 0 {
+		a.dropTrimmed(st)
+		if st.held.empty() {
+			a.announce(st) // trimmed whole: say so all the same
+			return
+		}
+		lo, _ := st.held.lowest()
+		a.start(st, lo)
+	}
+	if st.held.empty() {
 		return
 	}
-	if st.flags&started == 0 {
-		a.start(st, st.held.pending[0].f.Position)
-	}
 	a.drain(st, true)
+}
+
+// dropTrimmed drops the frames a stream that has not started holds below
+// its trim horizon (a Trimmed record read after them).
+func (a *Assembler) dropTrimmed(st *assembly) {
+	for !st.held.empty() {
+		if lo, _ := st.held.lowest(); lo >= st.before() {
+			break
+		}
+		if _, ok := a.pop(st); ok {
+			st.oddStats().Trimmed++
+		}
+	}
+	a.release(st)
 }
 
 // Streams returns the streams seen, in order of first appearance.
@@ -817,28 +974,62 @@ func (a *Assembler) Stats(s frames.StreamID) StreamStats {
 	return StreamStats{}
 }
 
-// HeldBytes returns what the assembler holds back across all streams, in
-// bytes as the window counts them (payloads plus a per-frame overhead);
-// it is at most the total window between calls.
+// HeldBytes returns what the assembler holds back in memory across all
+// streams, in bytes as AssemblerOptions.Memory counts them (payloads plus
+// a per-frame overhead); it is at most Memory between calls, unless a
+// spill failed ([Assembler.Err]).
 func (a *Assembler) HeldBytes() int { return a.held }
 
-// The min-heap of held frames by position.
+// Holding reports whether stream s holds frames back, in memory or
+// spilled: frames after a hole, or frames waiting for the stream's start.
+func (a *Assembler) Holding(s frames.StreamID) bool {
+	st := a.streams[s]
+	return st != nil && !st.held.empty()
+}
+
+// Spilled returns how many frames and payload bytes were written to spill
+// files so far.
+func (a *Assembler) Spilled() (frames uint64, bytes int64) {
+	return a.spill.frames, a.spill.bytes
+}
+
+// Err returns the first error of a spill file (creating, writing or
+// reading one back), or nil. Frames that could not be spilled stay in
+// memory; frames that could not be read back are lost, and this error
+// is the only report of it: callers must check it when they are done.
+func (a *Assembler) Err() error { return a.spill.err }
+
+// Close releases the spill files. The Assembler must not be used after.
+func (a *Assembler) Close() error {
+	for _, st := range a.order {
+		if st.held != nil {
+			st.held.runs = nil
+		}
+	}
+	return a.spill.close()
+}
+
+// The min-heap of held frames by (position, arrival).
 
 func (hs *holding) push(x heldFrame) {
 	hs.pending = append(hs.pending, x)
 	switch {
 	case hs.hashes != nil:
-		hs.hashes[x.f.Position] = x.hash
+		if _, ok := hs.hashes[x.f.Position]; !ok { // the first copy's
+			hs.hashes[x.f.Position] = x.hash
+		}
 	case len(hs.pending) > maxScannedHeld:
 		hs.hashes = make(map[frames.Position]uint64, 2*len(hs.pending))
 		for _, p := range hs.pending {
-			hs.hashes[p.f.Position] = p.hash
+			if _, ok := hs.hashes[p.f.Position]; !ok {
+				hs.hashes[p.f.Position] = p.hash
+			}
 		}
 	}
 	h := hs.pending
 	for i := len(h) - 1; i > 0; {
 		p := (i - 1) / 2
-		if h[p].f.Position <= h[i].f.Position {
+		if !h[i].less(&h[p]) {
 			break
 		}
 		h[p], h[i] = h[i], h[p]
@@ -846,7 +1037,7 @@ func (hs *holding) push(x heldFrame) {
 	}
 }
 
-func (hs *holding) pop() heldFrame {
+func (hs *holding) popMemory() heldFrame {
 	h := hs.pending
 	x := h[0]
 	n := len(h) - 1
@@ -858,10 +1049,10 @@ func (hs *holding) pop() heldFrame {
 		if l >= n {
 			break
 		}
-		if r := l + 1; r < n && h[r].f.Position < h[l].f.Position {
+		if r := l + 1; r < n && h[r].less(&h[l]) {
 			l = r
 		}
-		if h[i].f.Position <= h[l].f.Position {
+		if !h[l].less(&h[i]) {
 			break
 		}
 		h[i], h[l] = h[l], h[i]
@@ -874,39 +1065,14 @@ func (hs *holding) pop() heldFrame {
 	return x
 }
 
-// The max-heap of holding streams by bytes held.
-
-func (a *Assembler) holderSwap(i, j int) {
-	h := a.holders
-	h[i], h[j] = h[j], h[i]
-	h[i].hidx, h[j].hidx = int32(i), int32(j)
-}
-
-func (a *Assembler) holderUp(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if a.holders[p].held.bytes >= a.holders[i].held.bytes {
-			return
-		}
-		a.holderSwap(p, i)
-		i = p
+// pop removes and returns the lowest frame st holds, from memory or from
+// a spilled run; false when a run could not be read (a.spill.err).
+func (a *Assembler) pop(st *assembly) (heldFrame, bool) {
+	hs := st.held
+	if len(hs.runs) > 0 && (len(hs.pending) == 0 || hs.runs[0].head.less(&hs.pending[0])) {
+		return a.spill.pop(hs)
 	}
-}
-
-func (a *Assembler) holderDown(i int) {
-	h := a.holders
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		if r := l + 1; r < len(h) && h[r].held.bytes > h[l].held.bytes {
-			l = r
-		}
-		if h[i].held.bytes >= h[l].held.bytes {
-			return
-		}
-		a.holderSwap(i, l)
-		i = l
-	}
+	x := hs.popMemory()
+	a.account(st, -heldCost(x.f.Payload))
+	return x, true
 }

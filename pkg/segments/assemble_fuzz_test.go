@@ -14,9 +14,9 @@ import (
 // (as a frame or late), the first copy added is the one emitted, gaps
 // never cover an emitted position and no frame is emitted inside a
 // declared gap (late ones excepted), every frame added is counted once,
-// and what is held stays within the windows.
+// and what is held in memory stays within its bound (the rest spills).
 //
-// The input is a window byte, a total byte, then operations: an op byte
+// The input is a memory byte, a mode byte (bit 0: Eager), then operations: an op byte
 // (kind = op%8, stream = op/8%3) and its operands:
 //
 //	0–4  Add: a position byte (0–199 itself; 200–255: near 2^64), a length
@@ -35,8 +35,7 @@ func FuzzAssembler(f *testing.F) {
 		if len(in) < 2 {
 			return
 		}
-		opts := AssemblerOptions{Window: heldOverhead*(1+int(in[0]%8)) + int(in[0])}
-		opts.TotalWindow = opts.Window * (1 + int(in[1]%4))
+		opts := AssemblerOptions{Memory: heldOverhead*(1+int(in[0]%8)) + int(in[0]), Eager: in[1]&1 != 0, TempDir: t.TempDir()}
 		in = in[2:]
 		c := newChecker(t, opts)
 		ids := [3]frames.StreamID{{Node: "a", Life: 1}, {Node: "a", Life: 2}, {Node: "b", Life: 1}}
@@ -74,6 +73,9 @@ func FuzzAssembler(f *testing.F) {
 		}
 		c.a.Flush()
 		c.finish()
+		if err := c.a.Close(); err != nil {
+			t.Fatal(err)
+		}
 	})
 }
 
@@ -120,11 +122,11 @@ func (c *checker) add(s frames.StreamID, f frames.Frame) {
 	f.Payload = bytes.Clone(f.Payload)
 	c.a.Add(s, f)
 	clear(f.Payload) // the assembler must not keep what it was lent
-	if h := c.a.HeldBytes(); h > c.opts.TotalWindow {
-		c.t.Fatalf("holding %d bytes, total window %d", h, c.opts.TotalWindow)
+	if h := c.a.HeldBytes(); h > c.opts.Memory {
+		c.t.Fatalf("holding %d bytes in memory, bound %d", h, c.opts.Memory)
 	}
-	if as := c.a.streams[s]; as.held != nil && as.held.bytes > c.opts.Window {
-		c.t.Fatalf("%s holds %d bytes, window %d", s, as.held.bytes, c.opts.Window)
+	if err := c.a.Err(); err != nil {
+		c.t.Fatal(err)
 	}
 }
 

@@ -27,10 +27,15 @@ const (
 	ItemConflict = segments.ItemConflict
 	ItemLate     = segments.ItemLate
 	ItemStart    = segments.ItemStart
+	ItemTrimmed  = segments.ItemTrimmed
 )
 
-// DefaultWindow is [segments.DefaultWindow].
+// DefaultWindow is [segments.DefaultWindow]: the options' Window fields
+// are the assembler's memory bound.
 const DefaultWindow = segments.DefaultWindow
+
+// DefaultMemory is [segments.DefaultMemory].
+const DefaultMemory = segments.DefaultMemory
 
 // NewAssembler is [segments.NewAssembler].
 func NewAssembler(window int, emit func(Item)) *Assembler {

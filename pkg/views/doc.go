@@ -21,11 +21,14 @@
 // printed; [SelectStreams] gives the stream filters to views without a
 // printer (ds gaps, ds series, ds latest).
 //
-// [Assembler] is streaming ingest: it rebuilds each stream by position,
-// collapses duplicates (first wins), reports conflicting duplicates and
-// derives interior gaps (spec §7). It identifies frames by position: a
-// repeated position is a duplicate; payloads are hashed only where a
-// conflict can be told from a copy cheaply (see [Assembler]). The
+// [Assembler] (segments.Assembler: ingest lives below the views) rebuilds
+// each stream by position, collapses duplicates (first wins), reports
+// conflicting duplicates and derives interior gaps (spec §7). It
+// identifies frames by position: a repeated position is a duplicate only
+// if that position was seen; payloads are hashed only where a conflict
+// can be told from a copy cheaply (see [Assembler]). It never guesses a
+// gap: frames after a hole are held until the end of input (or until a
+// live input goes quiet), so any input order gives the same output. The
 // renderers turn the assembled frames into what ds log and ds info print,
 // resolving channel names from the catalog carried in segment headers and
 // ChannelDeclared records. A view
@@ -59,14 +62,15 @@
 // ends. Hidden channels (the writer's own, by default) cut nothing.
 //
 // Reading takes bounded memory whatever the input (DESIGN.md §7), because
-// nothing here keeps payloads beyond the reorder window:
+// nothing here keeps payloads in memory beyond the assembler's bound:
 //
-//   - the [Assembler] holds out-of-order frames up to a window counted in
-//     bytes: [DefaultWindow] (8 MiB) per stream and [DefaultTotalWindow]
-//     (16 MiB) across all streams; past it the gap is declared and frames
-//     flow again. A stream whose first segment read is not its writer's
-//     first (a capture whose head was cut off) starts at once where the
-//     input starts, with an [ItemStart], instead of filling a window;
+//   - the [Assembler] holds out-of-order frames in memory up to
+//     [DefaultMemory] (8 MiB) across all streams; past it they are spilled
+//     to an unlinked temporary file (as sort(1) does) and read back in
+//     order. A stream whose first segment read is not its writer's first
+//     (a capture whose head was cut off) waits for its head until the
+//     end of input, then starts with an [ItemStart]; ds info and ds tail
+//     start it at once (AssemblerOptions.Eager);
 //   - per stream it keeps a few hundred bytes of state (about 250 in the
 //     Assembler, about 300 more in an [Info], plus one small entry per
 //     channel), and more only for what it holds or remembers of gaps;

@@ -148,6 +148,7 @@ func TestLogDropsFromCounters(t *testing.T) {
 	sink.Frame(S, on(4, 5, healthOld5))
 	sink.Frame(S, on(4, 6, `{"mux_dropped":6}`))
 	sink.Ended(S)
+	sink.A.Flush() // the end of input: the stream, waiting for lower positions, starts
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -68,11 +68,15 @@ const (
 	// [Gaps] lists at most MaxListedFindings; the totals include them. It
 	// is the last finding of its stream, or of its input (File set).
 	FindingMore
+	// FindingTrimmed is a note, not a loss: a store trimmed the stream's
+	// positions Gap.From..Gap.To (ds trim, the Trimmed record of
+	// ds-format(5); From is 0). It comes first among its stream's.
+	FindingTrimmed
 )
 
 // String returns the kind's word in text output: "damage", "torn",
 // "live", "start", "gap", "dropped", "subscriber", "conflict", "unended",
-// "more".
+// "more", "trimmed".
 func (k FindingKind) String() string {
 	switch k {
 	case FindingDamage:
@@ -95,13 +99,15 @@ func (k FindingKind) String() string {
 		return "unended"
 	case FindingMore:
 		return "more"
+	case FindingTrimmed:
+		return "trimmed"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// IsLoss reports whether a finding of kind k is a loss; only FindingLive
-// is not.
-func (k FindingKind) IsLoss() bool { return k != FindingLive }
+// IsLoss reports whether a finding of kind k is a loss: all are but the
+// notes FindingLive and FindingTrimmed.
+func (k FindingKind) IsLoss() bool { return k != FindingLive && k != FindingTrimmed }
 
 // MaxListedFindings bounds how many damaged ranges, gaps, drops,
 // subscriber drops and conflicts a [Gaps] lists, over all inputs and
@@ -152,6 +158,7 @@ type LossTotals struct {
 	DamagedBytes int64  // their bytes
 	Torn         uint64 // torn tails (FindingTorn)
 	Live         uint64 // live inputs (FindingLive; not a loss)
+	Trimmed      uint64 // streams trimmed by their store (FindingTrimmed; not a loss)
 	Starts       uint64 // streams whose start is not in the input (FindingStart)
 	Gaps         uint64 // interior gaps (FindingGap)
 	Missing      uint64 // positions in them
@@ -246,12 +253,13 @@ type gapStream struct {
 	names     map[frames.ChannelID]string // the first descriptor's name, by id
 	health    frames.ChannelID            // of datastream.health, when hasHealth
 	hasHealth bool
-	firstSeq  uint64 // of the first segment header read
-	headers   bool   // a segment header was read
-	live      bool   // its latest segment header was in a live input
-	ended     bool   // a StreamEnded record was read
-	fromStart bool   // position 0 was read
-	n         uint64 // frames read, in order or late
+	firstSeq  uint64          // of the first segment header read
+	before    frames.Position // trimmed by a store below this position
+	headers   bool            // a segment header was read
+	live      bool            // its latest segment header was in a live input
+	ended     bool            // a StreamEnded record was read
+	fromStart bool            // position 0 was read
+	n         uint64          // frames read, in order or late
 	low, high frames.Position
 	drops     dropTracker
 	subs      subscriberTracker
@@ -306,6 +314,9 @@ func (in gapsInput) Header(h SegmentHeader)                  { in.g.header(h, in
 func (in gapsInput) Channel(d frames.ChannelDescriptor)      { in.g.Channel(d) }
 func (in gapsInput) Frame(s frames.StreamID, f frames.Frame) { in.g.Frame(s, f) }
 func (in gapsInput) Ended(s frames.StreamID)                 { in.g.Ended(s) }
+func (in gapsInput) Trimmed(s frames.StreamID, before frames.Position) {
+	in.g.Trimmed(s, before)
+}
 func (in gapsInput) Damage(offset, end int64, torn bool, err error) {
 	in.g.damage(in.f, offset, end, torn, err)
 }
@@ -367,8 +378,11 @@ func (g *Gaps) Frame(s frames.StreamID, f frames.Frame) { g.asm.Add(s, f) }
 // it holds is flushed.
 func (g *Gaps) Ended(s frames.StreamID) {
 	g.stream(s).ended = true
-	g.asm.FlushStream(s)
 }
+
+// Trimmed implements [Sink]: positions below before were trimmed by a
+// store: not a gap.
+func (g *Gaps) Trimmed(s frames.StreamID, before frames.Position) { g.asm.Trim(s, before) }
 
 // Damage implements [Sink], for the latest input.
 func (g *Gaps) Damage(offset, end int64, torn bool, err error) {
@@ -451,6 +465,8 @@ func (g *Gaps) item(it Item) {
 			return
 		}
 		st.gaps = append(st.gaps, it.Gap)
+	case ItemTrimmed:
+		st.before = it.Gap.To + 1
 	case ItemConflict:
 		g.totals.Conflicts++
 		g.add(st, Finding{Kind: FindingConflict, Position: it.Frame.Position, ChannelID: it.Frame.Channel, Channel: st.names[it.Frame.Channel]})
@@ -569,8 +585,11 @@ func (g *Gaps) Totals() LossTotals {
 	g.asm.Flush()
 	t := g.totals
 	for _, st := range g.order {
-		if st.n > 0 && st.low > 0 {
+		if st.n > 0 && st.low > st.before {
 			t.Starts++
+		}
+		if st.before > 0 {
+			t.Trimmed++
 		}
 		if !st.ended && !st.live {
 			t.Unended++
@@ -627,7 +646,10 @@ func (g *Gaps) sorted() []*gapStream {
 // streamFindings returns the findings of one stream in report order.
 func (g *Gaps) streamFindings(st *gapStream) []Finding {
 	var out []Finding
-	if st.n > 0 && st.low > 0 {
+	if st.before > 0 {
+		out = append(out, Finding{Kind: FindingTrimmed, Stream: st.id, Gap: Gap{From: 0, To: st.before - 1, Count: uint64(st.before)}})
+	}
+	if st.n > 0 && st.low > st.before {
 		out = append(out, Finding{Kind: FindingStart, Stream: st.id, Position: st.low, Segment: st.firstSeq})
 	}
 	mid := make([]Finding, 0, len(st.gaps)+len(st.found))
@@ -763,6 +785,8 @@ func (f *Finding) text() string {
 		return fmt.Sprintf("no StreamEnded record after position %d: its writer did not finish, what followed is unknown", f.Position)
 	case FindingMore:
 		return fmt.Sprintf("%d more not listed (at most %d are)", f.Count, MaxListedFindings)
+	case FindingTrimmed:
+		return string(appendStoreTrimmedMsg(nil, f.Gap.From, f.Gap.To)) + ": not a loss"
 	}
 	return ""
 }
@@ -853,6 +877,7 @@ type (
 		Conflict          *jsonConflict       `json:"conflict,omitempty"`
 		Unended           *jsonUnended        `json:"unended,omitempty"`
 		More              *jsonMore           `json:"more,omitempty"`
+		Trimmed           *jsonGap            `json:"trimmed,omitempty"`
 	}
 	jsonStart struct {
 		Position frames.Position `json:"position"`
@@ -921,6 +946,8 @@ func (f *Finding) jsonValue() any {
 		v.Unended = u
 	case FindingMore:
 		v.More = &jsonMore{Count: f.Count}
+	case FindingTrimmed:
+		v.Trimmed = &jsonGap{From: f.Gap.From, To: f.Gap.To, Count: f.Gap.Count}
 	}
 	return v
 }

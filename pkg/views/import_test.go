@@ -36,6 +36,9 @@ func (c *callLog) Frame(s frames.StreamID, f frames.Frame) {
 	c.add("frame %s %d ch%d %q", s, f.Position, f.Channel, f.Payload)
 }
 func (c *callLog) Ended(s frames.StreamID) { c.add("ended %s", s) }
+func (c *callLog) Trimmed(s frames.StreamID, before frames.Position) {
+	c.add("trimmed %s below %d", s, before)
+}
 func (c *callLog) Damage(offset, end int64, torn bool, err error) {
 	c.add("damage %d-%d torn=%v", offset, end, torn)
 }

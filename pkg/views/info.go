@@ -55,7 +55,10 @@ type StreamSummary struct {
 	FirstSegment uint64 `json:"first_segment,omitempty"`
 	// HeadMissing says that the input lacks the frames the writer wrote
 	// before FirstPosition: the first segment read was not its first.
-	HeadMissing   bool             `json:"head_missing,omitempty"`
+	HeadMissing bool `json:"head_missing,omitempty"`
+	// TrimmedBefore is the stream's trim horizon, when a store trimmed it
+	// (ds trim): its positions below were deleted, not lost.
+	TrimmedBefore *uint64          `json:"trimmed_before,omitempty"`
 	Frames        uint64           `json:"frames"`
 	Bytes         uint64           `json:"bytes"` // payload bytes
 	Channels      []ChannelSummary `json:"channels"`
@@ -169,11 +172,28 @@ type infoDrops struct {
 	bytesUnknown bool   // a drop did not give its bytes
 }
 
-// NewInfo returns an empty collector with the given reorder window per
-// stream, in bytes (0: DefaultWindow; see [AssemblerOptions]).
-func NewInfo(window int) *Info {
+// NewInfo returns an empty collector whose assembler holds at most
+// memory bytes before it spills (0: DefaultMemory; see
+// [AssemblerOptions]). It is eager (AssemblerOptions.Eager): ds info
+// reports on one capture quickly from its summaries, so it trusts it to
+// be in order, and a stream whose head is missing starts at once; a frame
+// that arrives below where its stream started is counted late, never
+// dropped. Use [NewExactInfo] for several inputs.
+func NewInfo(memory int) *Info {
+	return newInfo(AssemblerOptions{Memory: memory, Eager: true})
+}
+
+// NewExactInfo is [NewInfo] without trust in the inputs' order: a stream
+// whose head is missing waits for it until the end of input, so that
+// copies read in any order give the same counts (issue 10), at the cost
+// of reading such a stream's frames instead of its summaries.
+func NewExactInfo(memory int) *Info {
+	return newInfo(AssemblerOptions{Memory: memory})
+}
+
+func newInfo(opts AssemblerOptions) *Info {
 	in := &Info{streams: make(map[frames.StreamID]*infoStream)}
-	in.asm = NewAssembler(window, in.item)
+	in.asm = NewAssemblerWith(opts, in.item)
 	return in
 }
 
@@ -377,6 +397,10 @@ func (in *Info) Frame(s frames.StreamID, f frames.Frame) {
 // Ended records a StreamEnded record.
 func (in *Info) Ended(s frames.StreamID) { in.stream(s).ended = true }
 
+// Trimmed records a Trimmed record: positions below before were trimmed by
+// a store.
+func (in *Info) Trimmed(s frames.StreamID, before frames.Position) { in.asm.Trim(s, before) }
+
 // Damage records a damaged range of the current input.
 func (in *Info) Damage(offset, end int64, torn bool, err error) {
 	f := in.file()
@@ -557,6 +581,10 @@ func (in *Info) summarize(st *infoStream) StreamSummary {
 		first, last := uint64(stats.First), uint64(stats.Last)
 		sum.FirstPosition, sum.LastPosition = &first, &last
 	}
+	if stats.Before > 0 {
+		b := uint64(stats.Before)
+		sum.TrimmedBefore = &b
+	}
 	for _, c := range st.sortedChans() {
 		cs := ChannelSummary{ID: c.id, Content: "unknown", Frames: c.frames, Bytes: c.bytes}
 		if c.declared {
@@ -723,6 +751,9 @@ func writeInfoText(w io.Writer, files []FileSummary, n int, stream func(int) Str
 			fmt.Fprintf(tw, "  positions\t%d–%d\n", *s.FirstPosition, *s.LastPosition)
 		default:
 			fmt.Fprintf(tw, "  positions\tnone\n")
+		}
+		if s.TrimmedBefore != nil {
+			fmt.Fprintf(tw, "  trimmed\t%s\n", appendStoreTrimmedMsg(nil, 0, frames.Position(*s.TrimmedBefore-1)))
 		}
 		fmt.Fprintf(tw, "  frames\t%d (%d payload bytes) in %d segments\n", s.Frames, s.Bytes, s.Segments)
 		if s.TimeStart != nil {

@@ -83,7 +83,10 @@ func (l *Latest) Channel(d frames.ChannelDescriptor) { l.cat.channel(d) }
 func (l *Latest) Frame(id frames.StreamID, f frames.Frame) { l.a.Add(id, f) }
 
 // Ended implements Sink.
-func (l *Latest) Ended(id frames.StreamID) { l.a.FlushStream(id) }
+func (l *Latest) Ended(frames.StreamID) {}
+
+// Trimmed implements Sink.
+func (l *Latest) Trimmed(id frames.StreamID, before frames.Position) { l.a.Trim(id, before) }
 
 // Damage implements Sink. The gauge has no place for damage; the caller
 // reports it.

@@ -137,17 +137,18 @@ node-alpha#2  host.resource        12  -                       {"cpu_pct":24.5,"
 }
 
 func TestLatestLateFrame(t *testing.T) {
-	// A one-byte window: position 2 is declared lost when 3 arrives, and
-	// arrives late; it is not above what is kept, so it is not the latest.
-	evs := []srEv{{srA, 4, 0, srClock(0)}, {srA, 1, 1, srRes(1)}, {srA, 1, 3, srRes(3)}, {srA, 1, 2, srRes(2)}}
-	l := runLatest(t, LatestOptions{Window: 1}, evs)
+	// A live input goes quiet with position 2 missing: it is declared
+	// lost, and arrives late; it is not above what is kept, so it is not
+	// the latest.
+	evs := []srEv{{srA, 4, 0, srClock(0)}, {srA, 1, 1, srRes(1)}, {srA, 1, 3, srRes(3)}, {srA, srQuiet, 0, ""}, {srA, 1, 2, srRes(2)}}
+	l := runLatest(t, LatestOptions{}, evs)
 	if diff := cmp.Diff([]string{"node-alpha#1 host.resource 3 " + srRes(3)}, latestSummary(l.Entries())); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	// A late frame above the kept one (another channel went past it) is
 	// taken, without a time.
-	evs = []srEv{{srA, 4, 0, srClock(0)}, {srA, 1, 1, srRes(1)}, {srA, 2, 3, "x\n"}, {srA, 1, 2, srRes(2)}}
-	l = runLatest(t, LatestOptions{Window: 1}, evs)
+	evs = []srEv{{srA, 4, 0, srClock(0)}, {srA, 1, 1, srRes(1)}, {srA, 2, 3, "x\n"}, {srA, srQuiet, 0, ""}, {srA, 1, 2, srRes(2)}}
+	l = runLatest(t, LatestOptions{}, evs)
 	e := l.Entries()
 	if len(e) != 2 || e[0].Position != 2 || e[0].TimeNS != 0 {
 		t.Errorf("entries = %+v", e)

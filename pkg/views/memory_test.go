@@ -221,8 +221,11 @@ func bigSizes() [2]int {
 }
 
 // A capture whose first 1 MB is missing (a cut-off download) starts at its
-// first whole segment, a later one of its writer: the stream starts there
-// at once, nothing is held, and it says that earlier frames are missing.
+// first whole segment, a later one of its writer, and says that earlier
+// frames are missing. ds info, eager, starts the stream there at once and
+// holds nothing; ds log holds its frames until the end of input, in case
+// the missing head comes (from another input, or later in this one: a
+// concatenation), spilling past DefaultMemory: the heap stays bounded.
 func TestMemoryHeadCutOff(t *testing.T) {
 	var peaks [2][2]int64
 	for k, size := range bigSizes() {
@@ -247,11 +250,12 @@ func TestMemoryHeadCutOff(t *testing.T) {
 		}
 		t.Logf("%d MiB capture, first 1 MB cut: peak heap %.1f MiB (info), %.1f MiB (log --cat)", size/MiB, float64(peaks[k][0])/MiB, float64(peaks[k][1])/MiB)
 	}
-	checkPeaks(t, peaks, 12*MiB)
+	checkPeaks(t, peaks, DefaultMemory+16*MiB)
 }
 
 // One flipped byte in the 3rd frame of a capture: the frames after it are
-// held up to the window, then the gap is declared and frames flow.
+// held to the end, spilled past DefaultMemory, then the gap is declared
+// and they come out.
 func TestMemoryEarlyHole(t *testing.T) {
 	var peaks [2][2]int64
 	for k, size := range bigSizes() {
@@ -270,7 +274,7 @@ func TestMemoryEarlyHole(t *testing.T) {
 		}
 		t.Logf("%d MiB capture, byte flipped in frame 2: peak heap %.1f MiB (info), %.1f MiB (log --cat)", size/MiB, float64(peaks[k][0])/MiB, float64(peaks[k][1])/MiB)
 	}
-	checkPeaks(t, peaks, DefaultWindow+8*MiB)
+	checkPeaks(t, peaks, DefaultMemory+16*MiB)
 }
 
 // checkPeaks checks the peaks of two input sizes (by size, then info and
@@ -283,7 +287,10 @@ func checkPeaks(t *testing.T, peaks [2][2]int64, limit int64) {
 			if peaks[k][j] > limit {
 				t.Errorf("%s: peak heap %.1f MiB, want at most %.1f", what, float64(peaks[k][j])/MiB, float64(limit)/MiB)
 			}
-			if k == 1 && peaks[1][j] > peaks[0][j]+2*MiB {
+			// The peak is sampled, garbage included: spilling makes some
+			// between collections. The live heap of a spilling assembler
+			// does not grow (segments.TestAssemblerSpillHeapFlat).
+			if k == 1 && peaks[1][j] > peaks[0][j]+8*MiB {
 				t.Errorf("%s: peak heap grows with the input: %.1f MiB, then %.1f MiB", what, float64(peaks[0][j])/MiB, float64(peaks[1][j])/MiB)
 			}
 		}
@@ -517,7 +524,7 @@ func TestMemoryMillionStreams(t *testing.T) {
 	per := (liveHeap() - base) / int64(n)
 	runtime.KeepAlive(ids)
 	t.Logf("%d streams: %d bytes each, %.1f MiB held", n, per, float64(a.HeldBytes())/MiB)
-	if a.HeldBytes() > segments.DefaultTotalWindow {
+	if a.HeldBytes() > segments.DefaultMemory {
 		t.Errorf("held %d", a.HeldBytes())
 	}
 	if per > 400 {

@@ -400,6 +400,7 @@ const (
 	mergeFrame
 	mergeEnded
 	mergeDamage
+	mergeTrimmed
 )
 
 // mergeEntry is one sink call of an input, with its time key.
@@ -426,6 +427,8 @@ func (e *mergeEntry) deliver(sink Sink, arena []byte) {
 		sink.Frame(e.stream, frames.Frame{Channel: e.ch, Position: e.pos, Payload: arena[e.off : e.off+e.n : e.off+e.n]})
 	case mergeEnded:
 		sink.Ended(e.stream)
+	case mergeTrimmed:
+		sink.Trimmed(e.stream, e.pos)
 	case mergeDamage:
 		d := e.damage
 		sink.Damage(d.Offset, d.End, d.Torn, d.Err)
@@ -594,6 +597,11 @@ func (c *mergeCollector) Frame(s frames.StreamID, f frames.Frame) {
 func (c *mergeCollector) Ended(s frames.StreamID) {
 	delete(c.clocks, s)
 	c.push(mergeEntry{kind: mergeEnded, stream: s})
+}
+
+// Trimmed implements Sink.
+func (c *mergeCollector) Trimmed(s frames.StreamID, before frames.Position) {
+	c.push(mergeEntry{kind: mergeTrimmed, stream: s, pos: before})
 }
 
 // Damage implements Sink.

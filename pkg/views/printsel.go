@@ -231,9 +231,36 @@ func (p *Printer) checkTrimmed(st *streamInfo, pos frames.Position) {
 	}
 }
 
+// storeTrimmed shows that a store trimmed stream st's positions up to
+// last (ds trim): once, not as a loss. After a cursor, only the trimmed
+// positions past the cursor are shown, as no longer in the input.
+func (p *Printer) storeTrimmed(st *streamInfo, last frames.Position) {
+	from := frames.Position(0)
+	if st.hasAfter {
+		st.checked = true
+		if last <= st.after {
+			return // consumed before they were trimmed
+		}
+		from = st.after + 1
+		p.losses.Trimmed += uint64(last-from) + 1
+	}
+	p.lineNS = st.clockNS
+	p.trimmedBy(st, from, last, !st.hasAfter)
+}
+
 // trimmed shows that positions from..to of stream st, after a consumer's
 // cursor, are no longer in the input.
 func (p *Printer) trimmed(st *streamInfo, from, to frames.Position) {
+	p.trimmedBy(st, from, to, false)
+}
+
+// trimmedBy is trimmed; store says that the store trimmed them (no cursor
+// involved).
+func (p *Printer) trimmedBy(st *streamInfo, from, to frames.Position, store bool) {
+	msg := appendTrimmedMsg
+	if store {
+		msg = appendStoreTrimmedMsg
+	}
 	count := uint64(to-from) + 1
 	switch p.opts.Format {
 	case FormatCat:
@@ -247,11 +274,11 @@ func (p *Printer) trimmed(st *streamInfo, from, to frames.Position) {
 		p.line = append(p.line, `,"count":`...)
 		p.line = strconv.AppendUint(p.line, count, 10)
 		p.line = append(p.line, "}}\n"...)
-		p.line = p.withText(p.line, appendTrimmedMsg(p.msg[:0], from, to))
+		p.line = p.withText(p.line, msg(p.msg[:0], from, to))
 		p.write(p.line)
 	default:
 		p.lossPrefix("trimmed")
-		p.line = appendTrimmedMsg(p.line, from, to)
+		p.line = msg(p.line, from, to)
 		p.line = append(p.line, '\n')
 		p.out(st, p.line)
 	}
@@ -283,6 +310,19 @@ func (p *Printer) Cursor() Cursor {
 				c[id] = st.cursor
 			}
 		}
+	}
+	return c
+}
+
+// Holes returns, per stream, the first position of the first gap the
+// printer was given past the stream's cursor (Selection.After): positions
+// that may still arrive (a store fills them from a late copy). A consumer
+// that must not skip them saves its cursor before them ([Cursor] of
+// [Printer.Cursor] lowered to the hole's position - 1).
+func (p *Printer) Holes() Cursor {
+	c := make(Cursor, len(p.holes))
+	for id, pos := range p.holes {
+		c[id] = pos
 	}
 	return c
 }
@@ -373,15 +413,7 @@ func (p *Printer) withText(b, msg []byte) []byte {
 // the "text" of their --json objects.
 
 func appendGapMsg(b []byte, g Gap) []byte {
-	if g.To == g.From {
-		b = append(b, "position "...)
-		b = strconv.AppendUint(b, uint64(g.From), 10)
-	} else {
-		b = append(b, "positions "...)
-		b = strconv.AppendUint(b, uint64(g.From), 10)
-		b = append(b, "–"...)
-		b = strconv.AppendUint(b, uint64(g.To), 10)
-	}
+	b = appendPositions(b, g.From, g.To)
 	b = append(b, " missing ("...)
 	return appendCount(b, g.Count, "frame")
 }
@@ -393,17 +425,28 @@ func appendStartMsg(b []byte, pos frames.Position) []byte {
 }
 
 func appendTrimmedMsg(b []byte, from, to frames.Position) []byte {
-	if to == from {
-		b = append(b, "position "...)
-		b = strconv.AppendUint(b, uint64(from), 10)
-	} else {
-		b = append(b, "positions "...)
-		b = strconv.AppendUint(b, uint64(from), 10)
-		b = append(b, "–"...)
-		b = strconv.AppendUint(b, uint64(to), 10)
-	}
+	b = appendPositions(b, from, to)
 	b = append(b, " after the cursor are no longer in the input ("...)
 	return appendCount(b, uint64(to-from)+1, "frame")
+}
+
+func appendStoreTrimmedMsg(b []byte, from, to frames.Position) []byte {
+	b = appendPositions(b, from, to)
+	b = append(b, " trimmed from the store ("...)
+	// Positions, not frames: what was stored below is not known here.
+	return appendCount(b, uint64(to-from)+1, "position")
+}
+
+// appendPositions appends "position N" or "positions A–B".
+func appendPositions(b []byte, from, to frames.Position) []byte {
+	if to == from {
+		b = append(b, "position "...)
+		return strconv.AppendUint(b, uint64(from), 10)
+	}
+	b = append(b, "positions "...)
+	b = strconv.AppendUint(b, uint64(from), 10)
+	b = append(b, "–"...)
+	return strconv.AppendUint(b, uint64(to), 10)
 }
 
 func appendDropMsg(b []byte, d Drop) []byte {

@@ -269,6 +269,7 @@ type Printer struct {
 	grepFrom int  // where the payload starts in p.line, -1 for loss lines
 	untimed  []frames.StreamID
 	cursors  Cursor // the cursors of streams forgotten
+	holes    Cursor // per stream, the first position of its first gap past the cursor
 	raw      []byte // scratch for jsonText
 	msg      []byte // scratch for loss messages
 	nameW    int    // width of the channel column
@@ -438,6 +439,12 @@ func (p *Printer) Item(it Item) {
 	}
 	switch it.Kind {
 	case ItemGap:
+		if _, seen := p.holes[it.Stream]; !seen && (!st.hasAfter || it.Gap.To > st.after) {
+			if p.holes == nil {
+				p.holes = Cursor{}
+			}
+			p.holes[it.Stream] = max(it.Gap.From, st.after+1)
+		}
 		g, ok := p.clipGap(st, it.Gap)
 		if !ok {
 			return
@@ -449,6 +456,9 @@ func (p *Printer) Item(it Item) {
 		return
 	case ItemStart:
 		p.startItem(st, it.Frame.Position)
+		return
+	case ItemTrimmed:
+		p.storeTrimmed(st, it.Gap.To)
 		return
 	}
 	f := &it.Frame

@@ -40,6 +40,9 @@ type Sink interface {
 	Frame(s frames.StreamID, f frames.Frame)
 	// Ended reports a StreamEnded record.
 	Ended(s frames.StreamID)
+	// Trimmed reports a Trimmed record: a store deleted the frames of s
+	// below position before (ds trim); readers hide any that remain.
+	Trimmed(s frames.StreamID, before frames.Position)
 	// Damage reports bytes [offset, end) that could not be read; torn is
 	// set when the input ended inside a record (a writer that was killed).
 	// Adjacent damaged ranges come as one (err then says how many records
@@ -162,6 +165,8 @@ func scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink, anyForm
 				sink.Frame(e.Stream, e.Frame)
 			case segments.EntryStreamEnded:
 				sink.Ended(e.Stream)
+			case segments.EntryTrimmed:
+				sink.Trimmed(e.Stream, e.Frame.Position)
 			}
 		}
 		b.items, b.arena = b.items[:0], b.arena[:0]
@@ -451,12 +456,18 @@ func (s *LogSink) Channel(d frames.ChannelDescriptor) { s.P.Channel(d) }
 // Frame implements Sink.
 func (s *LogSink) Frame(id frames.StreamID, f frames.Frame) { s.A.Add(id, f) }
 
-// Ended implements Sink: the stream's frames still held are flushed (an
-// ended stream has no more to come) and its unfinished lines printed.
+// Ended implements Sink: the stream's unfinished lines are printed, and
+// the printer forgets it, unless it holds frames back: another input may
+// still hold what they wait for (a StreamEnded record ends nothing that a
+// later copy can fill), and Printer.Close prints what is left at the end.
 func (s *LogSink) Ended(id frames.StreamID) {
-	s.A.FlushStream(id)
-	s.P.EndStream(id)
+	if !s.A.Holding(id) {
+		s.P.EndStream(id)
+	}
 }
+
+// Trimmed implements Sink.
+func (s *LogSink) Trimmed(id frames.StreamID, before frames.Position) { s.A.Trim(id, before) }
 
 // Damage implements Sink.
 func (s *LogSink) Damage(offset, end int64, torn bool, err error) {
@@ -470,6 +481,9 @@ func (s *LogSink) Damage(offset, end int64, torn bool, err error) {
 // Close to return.
 func (s *LogSink) Idle(quiet bool) {
 	if quiet {
+		// A live input gone quiet: what is held waiting for a hole is
+		// shown, with the gap; a frame of it arriving later is late.
+		s.A.Flush()
 		s.P.FlushPartials()
 	}
 	s.P.Flush()

@@ -21,11 +21,12 @@ type frameSignal struct {
 
 type discard struct{}
 
-func (discard) Header(SegmentHeader)                {}
-func (discard) Channel(frames.ChannelDescriptor)    {}
-func (discard) Frame(frames.StreamID, frames.Frame) {}
-func (discard) Ended(frames.StreamID)               {}
-func (discard) Damage(int64, int64, bool, error)    {}
+func (discard) Header(SegmentHeader)                     {}
+func (discard) Channel(frames.ChannelDescriptor)         {}
+func (discard) Frame(frames.StreamID, frames.Frame)      {}
+func (discard) Ended(frames.StreamID)                    {}
+func (discard) Trimmed(frames.StreamID, frames.Position) {}
+func (discard) Damage(int64, int64, bool, error)         {}
 func (s frameSignal) Frame(_ frames.StreamID, f frames.Frame) {
 	s.frames <- frames.Frame{Channel: f.Channel, Position: f.Position, Payload: bytes.Clone(f.Payload)}
 }

@@ -411,6 +411,12 @@ func (s *StreamSelector) Ended(id frames.StreamID) {
 	}
 }
 
+func (s *StreamSelector) Trimmed(id frames.StreamID, before frames.Position) {
+	if s.visible(id) {
+		s.Sink.Trimmed(id, before)
+	}
+}
+
 // Idle passes the Idler call on, when sink has one.
 func (s *StreamSelector) Idle(quiet bool) {
 	if i, ok := s.Sink.(Idler); ok {

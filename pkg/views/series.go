@@ -223,14 +223,23 @@ func (s *Series) Channel(d frames.ChannelDescriptor) { s.cat.channel(d) }
 // Frame implements Sink.
 func (s *Series) Frame(id frames.StreamID, f frames.Frame) { s.a.Add(id, f) }
 
-// Ended implements Sink: the stream's held frames are printed.
-func (s *Series) Ended(id frames.StreamID) { s.a.FlushStream(id) }
+// Ended implements Sink. Held frames stay held: another input may still
+// fill what they wait for.
+func (s *Series) Ended(frames.StreamID) {}
+
+// Trimmed implements Sink.
+func (s *Series) Trimmed(id frames.StreamID, before frames.Position) { s.a.Trim(id, before) }
 
 // Idle implements [Idler]: when the input has nothing more for now (a
 // live pipe), the rows printed so far are written out.
 func (s *Series) Idle(quiet bool) {
 	if s.closed {
 		return
+	}
+	if quiet {
+		// A live input gone quiet: rows held behind a hole are printed,
+		// after the gap; a frame of it arriving later is late.
+		s.a.Flush()
 	}
 	if s.csv != nil {
 		s.csv.Flush()

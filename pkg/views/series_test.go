@@ -57,9 +57,21 @@ type srEv struct {
 }
 
 // srFeed gives sink the catalog of every stream of evs, then the frames.
+// srQuiet, as an event's channel, stands for a live input going quiet:
+// the sink's Idle(true), or its Flush.
+const srQuiet = ^frames.ChannelID(0)
+
 func srFeed(sink Sink, evs []srEv) {
 	seen := map[frames.StreamID]bool{}
 	for _, e := range evs {
+		if e.ch == srQuiet {
+			if i, ok := sink.(Idler); ok {
+				i.Idle(true)
+			} else if f, ok := sink.(interface{ Flush() }); ok {
+				f.Flush()
+			}
+			continue
+		}
 		if !seen[e.s] {
 			seen[e.s] = true
 			sink.Header(SegmentHeader{Stream: frames.StreamDescriptor{Stream: e.s}, Channels: seriesCatalog(e.s)})
@@ -423,19 +435,20 @@ func TestSeriesRate(t *testing.T) {
 }
 
 func TestSeriesRateLateFrame(t *testing.T) {
-	// A window of one frame: position 1 trails by more, is declared lost,
-	// then arrives late.
+	// A live input goes quiet with position 1 missing: the gap is
+	// declared, then position 1 arrives late.
 	evs := []srEv{
 		{srA, 4, 0, srClock(0)},
 		{srA, 1, 2, `{"v":100}`},
 		{srA, 4, 3, srClock(1000)},
 		{srA, 1, 4, `{"v":200}`},
+		{srA, srQuiet, 0, ""},
 		{srA, 1, 1, `{"v":50}`},
 		{srA, 4, 5, srClock(2000)},
 		{srA, 1, 6, `{"v":300}`},
 	}
 	var out bytes.Buffer
-	s, err := NewSeries(&out, SeriesOptions{Channels: srChan("host.resource"), Fields: []string{"v"}, Rate: true, Window: 1})
+	s, err := NewSeries(&out, SeriesOptions{Channels: srChan("host.resource"), Fields: []string{"v"}, Rate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

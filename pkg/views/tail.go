@@ -112,6 +112,10 @@ func Tail(ctx context.Context, r io.ReaderAt, size int64, opts TailOptions, w io
 		p := NewPrinter(out, opts.Log)
 		sink := NewLogSink(p, opts.Log.Window)
 		sink.File, sink.Partial = opts.File, start > 0
+		if sink.Partial {
+			// Read from part-way: streams start where reading starts.
+			sink.A = NewAssemblerWith(AssemblerOptions{Memory: opts.Log.Window, Eager: true}, sink.item)
+		}
 		dc := &damageCollector{Sink: sink, live: opts.Live}
 		sr := io.NewSectionReader(cr, from, size-from)
 		err := Scan(ctx, sr, ScanOptions{Offset: from, SkipBefore: start}, dc)
