@@ -4,7 +4,7 @@ BIN       ?= bin/ds
 PKGS      := ./...
 FUZZTIME  ?= 30s
 
-.PHONY: all build test fmt-check vet race lint bench fuzz demo update tidy-check clean
+.PHONY: all build test fmt-check vet race trials lint bench fuzz demo update tidy-check clean
 
 all: build
 
@@ -12,8 +12,9 @@ build:
 	$(GO) build -o $(BIN) ./cmd/ds
 
 ## test: formatting, vet, then every test (unit, golden, testscript, fuzz
-## seed corpora, property tests) under the race detector.
-test: fmt-check vet race
+## seed corpora, property tests) under the race detector, then the 50
+## kill -9 trials of ds ingest without it.
+test: fmt-check vet race trials
 
 fmt-check:
 	@out="$$(gofmt -l . | grep -v '^testdata/' || true)"; \
@@ -24,6 +25,11 @@ vet:
 
 race:
 	$(GO) test -race -count=1 $(PKGS)
+
+## trials: the 50 seeded kill -9 trials of ds ingest, without the race
+## detector (under it, make race runs 10 of them).
+trials:
+	$(GO) test -count=1 -run '^TestStoreKillTrials$$' ./cmd/ds
 
 lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -checks all,-ST1000,-ST1003 $(PKGS)

@@ -7,13 +7,17 @@ require (
 	github.com/klauspost/compress v1.18.2
 	github.com/mattn/go-isatty v0.0.24
 	github.com/rogpeppe/go-internal v1.16.0
+	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/tidwall/gjson v1.20.2
 	github.com/urfave/cli/v3 v3.14.0
-	golang.org/x/sys v0.28.0
+	golang.org/x/sys v0.46.0
 )
 
 require (
+	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
+	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.3.0 // indirect
+	golang.org/x/term v0.44.0 // indirect
 	golang.org/x/tools v0.26.0 // indirect
 )

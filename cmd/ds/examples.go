@@ -91,6 +91,38 @@ var examples = map[string][]example{
 		{"ds latest --json host.cpu host.mem run.dss",
 			"The last CPU and memory samples as JSON:"},
 	},
+	"merge": {
+		{"ds merge -o fleet.dss node1/ node2/ node3.dss",
+			"Merge the captures of many nodes and lives into one capture, each stream in position order, copies written once:"},
+		{"ds merge -o part.dss --node ci-7 -c 'proc.*' run.dss",
+			"Cut a capture down to one node's process output:"},
+	},
+	"check": {
+		{"ds check run.dss",
+			"Read every record of a capture and say what is damaged, torn or inconsistent, and what each stream holds (exit 3 on any problem):"},
+		{"ds check -q captures/ || echo damaged",
+			"In a script: print only the problems of every capture in a directory:"},
+		{"ds check --json store/ | jq 'select(.kind == \"damage\")'",
+			"The findings as NDJSON, here the damaged ranges of every stream of a store:"},
+	},
+	"recover": {
+		{"ds recover -o clean.dss crashed.dss",
+			"Save every readable frame of a damaged capture and list what was lost (exit 3 if anything was):"},
+	},
+	"ingest": {
+		{"ds ingest store/ run-*.dss",
+			"Store captures in store/ (created if needed), each frame once, however often and in whatever order they arrive:"},
+		{"ssh host ds wrap -o - -- ./job | ds ingest store/ -",
+			"Store a live stream as it comes, committing at least every second; each line printed is stored for good:"},
+	},
+	"trim": {
+		{"ds trim store/ --before 10000 --stream ci-7#1732953600123456789",
+			"Delete one stream's frames below position 10000 (positions are kept; views say \"trimmed\"):"},
+		{"ds trim store/ --before -168h --respect-consumers",
+			"Delete what is older than a week, unless a consumer has not read it yet:"},
+		{"ds trim store/ --keep-bytes 10GiB -n",
+			"Show which oldest chunks would go to bring the store under 10 GiB:"},
+	},
 	"completion": {
 		{"source <(ds completion bash)",
 			"Complete ds's commands, flags and files in bash (add the line to ~/.bashrc):"},

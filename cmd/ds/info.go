@@ -59,7 +59,13 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 	}
 	var o outcome
 	names = expandNames(names, root.ErrWriter, &o) // a directory: its captures
+	// One capture is trusted to be in order, so that one whose head is
+	// missing is summarised from its summaries; copies in several inputs
+	// (or a pipe) are counted exactly, in any order.
 	info := views.NewInfo(0)
+	if len(names) > 1 || len(names) == 1 && (names[0] == "-" || outOfOrder(names[0])) {
+		info = views.NewExactInfo(0)
+	}
 	scanAll := c.Bool("scan")
 	for _, name := range names {
 		in, err := openInput(name, root.Reader)

@@ -19,8 +19,9 @@ import (
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
-// input is one capture named on the command line ("-" is stdin), or one
-// capture file of a directory named there.
+// input is one capture named on the command line ("-" is stdin), one
+// capture file of a directory named there, or one stream of a store named
+// there (see store.go).
 type input struct {
 	name string
 	r    io.Reader
@@ -31,11 +32,15 @@ type input struct {
 	// format is what a regular file holds, found when it is opened; for
 	// stdin and pipes it is found as they are read (views.ScanAny).
 	format views.InputFormat
+	// store reads the input when it is a stream of a store (r is it).
+	store *storeReader
 }
 
-// openInput opens a capture: "-" is stdin. A regular file that holds no
-// format ds reads is refused with a *notCaptureError (exit 2); a
-// directory, with an error saying so (see expandInputs).
+// openInput opens a capture: "-" is stdin; the name of a store input
+// (expandInputs) is that stream of the store, read from its start. A
+// regular file that holds no format ds reads is refused with a
+// *notCaptureError (exit 2); a directory, with an error saying so (see
+// expandInputs).
 func openInput(name string, stdin io.Reader) (*input, error) {
 	if name == "-" {
 		in := &input{name: "-", r: stdin, size: -1}
@@ -45,6 +50,10 @@ func openInput(name string, stdin io.Reader) (*input, error) {
 			}
 		}
 		return in, nil
+	}
+	if ref, ok := lookupStoreInput(name); ok {
+		sr := newStoreReader(ref)
+		return &input{name: name, r: sr, size: -1, format: views.InputDSS, store: sr}, nil
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -78,6 +87,9 @@ func openInput(name string, stdin io.Reader) (*input, error) {
 func (in *input) close() {
 	if in.file != nil {
 		in.file.Close()
+	}
+	if in.store != nil {
+		in.store.Close()
 	}
 }
 
@@ -154,7 +166,11 @@ const readMemoryLimit = 48 << 20
 // inputsHelp is the part of a view's description that says what its
 // inputs may be (see scanInputs).
 const inputsHelp = `Inputs are capture files, directories (every capture file in them, in
-name order; hidden files and other files are skipped) and - for stdin.
+name order; hidden files and other files are skipped), stores and - for
+stdin. A store (the directory ds ingest grows) is read as a capture of
+its streams: each stream is an input of its own, named "STORE
+(NODE#LIFE)", read whole, and what ds trim deleted of it is shown as
+trimmed, not as a gap; a store that holds nothing is an empty capture.
 Besides DSS captures, ds reads the seed system's DSQ1 streams and legacy
 delivery envelopes (frames without channel names, shown raw); a file of
 none of these is refused (exit 2), an empty file is an empty capture.
@@ -180,10 +196,10 @@ const dirPoll = 250 * time.Millisecond
 // is called once per input; done, if not nil, after each input is read,
 // with input.read set).
 //
-// A name is a capture file, - for stdin, or a directory: every capture
-// file in it, in name order (not recursive; hidden files and files that
-// are not captures are skipped, and a directory without any is named on
-// stderr). Every input is read whatever its format (views.ScanAny: DSS,
+// A name is a capture file, - for stdin, a store (one input per stream,
+// see store.go), or a directory: every capture file in it, in name order
+// (not recursive; hidden files and files that are not captures are
+// skipped, and a directory without any is named on stderr). Every input is read whatever its format (views.ScanAny: DSS,
 // DSQ1, legacy envelopes); a named file of none is refused (exit 2).
 //
 // One input is scanned directly. Several are merged by time (views.Merge):
@@ -196,7 +212,9 @@ const dirPoll = 250 * time.Millisecond
 // truncated or replaced is read again from its start, with a note on
 // stderr) and directories are watched for new capture files, until
 // SIGINT or SIGTERM, which end it cleanly, as tail -f follows (a stream
-// that ended may be followed by another, ds wrap --append); stdin, pipes,
+// that ended may be followed by another, ds wrap --append); stores are
+// polled for new chunks of their streams and for new streams (every
+// dirPoll); stdin, pipes,
 // DSQ1 and legacy files are read to their end, and with nothing left to
 // follow it returns. Pipes and
 // followed inputs are live: a partial last line shows after liveIdle of
@@ -225,7 +243,10 @@ func scanInputs(ctx context.Context, names []string, stdin io.Reader, stderr io.
 			o.fail(stderr, err)
 			continue
 		}
-		live = live || in.size < 0
+		if in.store != nil && follow {
+			in.store.follow(ctx)
+		}
+		live = live || in.size < 0 && in.store == nil
 		ins = append(ins, in)
 	}
 	opts := views.ScanOptions{Follow: follow}
@@ -275,6 +296,9 @@ func scanInputs(ctx context.Context, names []string, stdin io.Reader, stderr io.
 				if err != nil {
 					o.fail(stderr, err)
 					return
+				}
+				if in.store != nil {
+					in.store.follow(ctx)
 				}
 				select {
 				case more <- merged(in):
@@ -356,22 +380,48 @@ func (f *followFile) Read(p []byte) (int, error) {
 	return 0, io.EOF
 }
 
+// inputWatch is a directory or a store followed for new inputs.
+type inputWatch interface {
+	// poll returns the names of the inputs that are new since the last
+	// look.
+	poll() []string
+}
+
 // dirWatch is a directory followed for new capture files.
 type dirWatch struct {
 	dir   string
 	known map[string]bool // names listed already
 }
 
+// poll implements inputWatch: a new empty file is left for a later look.
+func (d *dirWatch) poll() []string {
+	found, _ := d.list(true) // a directory gone for now may be back
+	return found
+}
+
 // expandInputs replaces each directory among names by the capture files
-// in it, in name order (see scanInputs), and with follow returns the
-// directories to watch.
-func expandInputs(names []string, follow bool, stderr io.Writer, o *outcome) ([]string, []*dirWatch) {
+// in it, in name order, and each store by the inputs of its streams (see
+// scanInputs), and with follow returns the directories and stores to
+// watch.
+func expandInputs(names []string, follow bool, stderr io.Writer, o *outcome) ([]string, []inputWatch) {
 	var paths []string
-	var dirs []*dirWatch
+	var dirs []inputWatch
 	for _, name := range names {
 		fi, err := os.Stat(name)
 		if name == "-" || err != nil || !fi.IsDir() {
 			paths = append(paths, name) // openInput says what is wrong
+			continue
+		}
+		if isStoreDir(name) {
+			found, w, err := expandStore(name)
+			if err != nil {
+				o.fail(stderr, err)
+				continue
+			}
+			paths = append(paths, found...) // none: an empty capture
+			if follow {
+				dirs = append(dirs, w)
+			}
 			continue
 		}
 		d := &dirWatch{dir: name, known: make(map[string]bool)}
@@ -442,10 +492,10 @@ func isCapture(path string) bool {
 	return !errors.Is(err, views.ErrNotCapture)
 }
 
-// watchDirs lists the directories every dirPoll until ctx ends, and calls
-// add with each new capture file. A new empty file is taken once it has
-// its first bytes (ds wrap creates its file before it writes).
-func watchDirs(ctx context.Context, dirs []*dirWatch, add func(path string)) {
+// watchDirs lists the directories and stores every dirPoll until ctx
+// ends, and calls add with each new input. A new empty file is taken once
+// it has its first bytes (ds wrap creates its file before it writes).
+func watchDirs(ctx context.Context, dirs []inputWatch, add func(path string)) {
 	t := time.NewTicker(dirPoll)
 	defer t.Stop()
 	for {
@@ -455,8 +505,7 @@ func watchDirs(ctx context.Context, dirs []*dirWatch, add func(path string)) {
 		case <-t.C:
 		}
 		for _, d := range dirs {
-			found, _ := d.list(true) // a directory gone for now may be back
-			for _, path := range found {
+			for _, path := range d.poll() {
 				add(path)
 			}
 		}
@@ -530,7 +579,8 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 // input's own printer (a header whenever the input printing changes),
 // until SIGINT or SIGTERM (see scanInputs).
 // Directories are watched for new capture files, printed from their
-// start.
+// start; a store's streams are followed as they grow, and the store is
+// watched for new streams, printed from their start (see store.go).
 func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, stderr io.Writer, opts views.TailOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -558,6 +608,15 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 			o.fail(stderr, inputError(in.name, err))
 		}
 	}
+	storeDone := func(damaged bool, err error) {
+		defer wg.Done()
+		if damaged {
+			o.damage()
+		}
+		if err != nil {
+			o.fail(stderr, err)
+		}
+	}
 	for _, p := range paths {
 		if err := out.header(p); err != nil {
 			return writeErr(err)
@@ -570,6 +629,21 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 		w := &tailOutWriter{o: out, name: p, mute: opts.Lines == 0}
 		one := opts
 		one.Lines = lines
+		if in.store != nil {
+			// A stream of a store: its last lines, then what comes.
+			wg.Add(1)
+			d, err := tailStore(ctx, in, w, stderr, one, storeDone)
+			if d {
+				o.damage()
+			}
+			if err != nil {
+				wg.Done()
+				if !errors.Is(err, context.Canceled) && !isEPIPE(err) {
+					o.fail(stderr, err)
+				}
+			}
+			continue
+		}
 		if !readsFromEnd(in) {
 			// Stdin, a pipe, an import: read to the end, as tail -f does
 			// a pipe.
@@ -613,6 +687,10 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 			sink := views.NewLogSink(views.NewPrinter(&tailOutWriter{o: out, name: path}, opts.Log), opts.Log.Window)
 			sink.File = path
 			wg.Add(1)
+			if in.store != nil {
+				go followStore(ctx, in, &damageReporter{Sink: sink, in: in, stderr: stderr}, storeDone)
+				return
+			}
 			go follow(in, sink, 0)
 		})
 	}

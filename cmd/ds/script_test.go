@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -52,7 +53,9 @@ func TestScript(t *testing.T) {
 			"flipbyte":   cmdFlipbyte,
 			"smaller":    cmdSmaller,
 			"mkcapture":  cmdMkcapture,
+			"mkcopy":     cmdMkcopy,
 			"readatmost": cmdReadAtMost,
+			"mkstream":   cmdMkstream,
 		},
 	})
 }
@@ -164,6 +167,50 @@ func cmdMkcapture(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(bw.Flush())
 }
 
+// mkcopy FILE FROM TO [ended] [word=W]: write an uncompressed capture of
+// stream copy#1 holding its frames FROM..TO only, a line "line N" (or "W
+// N") at position N, one frame a segment: a copy of part of a stream, as
+// a transport that cut it would deliver (its first header's sequence
+// number is FROM, so a copy not from 0 says its head is elsewhere); with
+// "ended", its StreamEnded record too.
+func cmdMkcopy(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 {
+		ts.Fatalf("usage: mkcopy FILE FROM TO [ended] [word=W]")
+	}
+	ended, word := false, "line"
+	for _, a := range args[3:] {
+		switch w, ok := strings.CutPrefix(a, "word="); {
+		case a == "ended":
+			ended = true
+		case ok:
+			word = w
+		default:
+			ts.Fatalf("usage: mkcopy FILE FROM TO [ended] [word=W]")
+		}
+	}
+	from, err := strconv.ParseUint(args[1], 10, 64)
+	ts.Check(err)
+	to, err := strconv.ParseUint(args[2], 10, 64)
+	ts.Check(err)
+	f, err := os.Create(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer f.Close()
+	s := frames.StreamID{Node: "copy", Life: 1}
+	w, err := segments.NewWriter(f, frames.StreamDescriptor{Stream: s}, []frames.ChannelDescriptor{
+		{Stream: s, ID: 1, Name: "proc.copy.stdout", Content: frames.TextStream()},
+	}, segments.WriterOptions{Compression: segments.CompressNone, SegmentSize: 1, FirstSeq: from, Rand: bytes.NewReader(make([]byte, 8*(to-from+2)))})
+	ts.Check(err)
+	for pos := from; pos <= to; pos++ {
+		ts.Check(w.WriteFrame(frames.Frame{Channel: 1, Position: frames.Position(pos), Payload: fmt.Appendf(nil, "%s %d\n", word, pos)}))
+	}
+	if ended {
+		ts.Check(w.Close())
+	} else {
+		ts.Check(w.Flush())
+		ts.Check(w.EndSegment())
+	}
+}
+
 // countingWriter counts the bytes written through it.
 type countingWriter struct {
 	w io.Writer
@@ -198,5 +245,44 @@ func cmdReadAtMost(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if found == 0 {
 		ts.Fatalf("no read statistics on stderr (DS_READ_STATS=1)")
+	}
+}
+
+// mkstream FILE NODE#LIFE POSITIONS [ended]: write a capture of one
+// stream whose channel proc.job.stdout (text) holds "line P\n" at each
+// position P of POSITIONS (A-B ranges and single positions, comma
+// separated, e.g. 0-3,5,8-9), and nothing else (no clock or health
+// records): exact positions for the tests of stores and cursors. With
+// ended, the stream ends with a StreamEnded record.
+func cmdMkstream(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 || len(args) > 4 || len(args) == 4 && args[3] != "ended" {
+		ts.Fatalf("usage: mkstream FILE NODE#LIFE POSITIONS [ended]")
+	}
+	id, err := frames.ParseStreamID(args[1])
+	ts.Check(err)
+	f, err := os.Create(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer f.Close()
+	w, err := segments.NewWriter(f, frames.StreamDescriptor{Stream: id}, []frames.ChannelDescriptor{
+		{Stream: id, ID: 1, Name: "proc.job.stdout", Content: frames.TextStream()},
+	}, segments.WriterOptions{Compression: segments.CompressNone})
+	ts.Check(err)
+	for _, r := range strings.Split(args[2], ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		if !isRange {
+			hi = lo
+		}
+		from, err := strconv.ParseUint(lo, 10, 64)
+		ts.Check(err)
+		to, err := strconv.ParseUint(hi, 10, 64)
+		ts.Check(err)
+		for p := from; p <= to; p++ {
+			ts.Check(w.WriteFrame(frames.Frame{Channel: 1, Position: frames.Position(p), Payload: fmt.Appendf(nil, "line %d\n", p)}))
+		}
+	}
+	if len(args) == 4 {
+		ts.Check(w.Close())
+	} else {
+		ts.Check(w.EndSegment())
 	}
 }

@@ -42,9 +42,28 @@ func expectStreams(p *views.Printer, names []string) {
 const streamsBudget = 4 << 20
 
 // fileStreams returns the streams of the segment headers of a capture file
-// (or of the files of a directory), walking it from its end; ok is false
-// when that cannot be done within streamsBudget or name is not a file.
+// (or of the files of a directory), walking it from its end, or the
+// streams of a store or of a store input (from the store's listing); ok
+// is false when that cannot be done within streamsBudget or name is not
+// a file.
 func fileStreams(name string) (ids []frames.StreamID, ok bool) {
+	if ref, isStore := lookupStoreInput(name); isStore {
+		return []frames.StreamID{ref.id}, true
+	}
+	if isStoreDir(name) {
+		src, err := openStoreSrc(name)
+		if err != nil {
+			return nil, true // reported when read
+		}
+		streams, err := src.streams(0)
+		if err != nil {
+			return nil, false
+		}
+		for _, ss := range streams {
+			ids = append(ids, ss.Desc.Stream)
+		}
+		return ids, true
+	}
 	ok = walkSpans(name, func(sp segments.Span) {
 		if sp.Header != nil && !slices.Contains(ids, sp.Header.Stream.Stream) {
 			ids = append(ids, sp.Header.Stream.Stream)
@@ -147,4 +166,31 @@ func detectFile(path string) (format views.InputFormat, ok bool) {
 	defer f.Close()
 	format, err = views.Detect(bufio.NewReader(f))
 	return format, err == nil
+}
+
+// outOfOrder reports whether a capture file holds a stream whose segments
+// are not in position order in the file (cat b.dss a.dss, or copies
+// concatenated): its end is then not its stream's end, and what reads it
+// from its end (ds tail) or trusts its order (ds info) must read it whole
+// instead. It tells from the segment summaries found walking from the end
+// (within the walk's budget); when it cannot tell, it says false.
+func outOfOrder(name string) bool {
+	type seg struct{ first, last frames.Position }
+	segs := map[frames.StreamID][]seg{} // from the end
+	if !walkSpans(name, func(sp segments.Span) {
+		if sp.Header != nil && sp.Summary != nil && sp.Summary.First != nil && sp.Summary.Last != nil {
+			id := sp.Header.Stream.Stream
+			segs[id] = append(segs[id], seg{*sp.Summary.First, *sp.Summary.Last})
+		}
+	}) {
+		return false
+	}
+	for _, ss := range segs {
+		for i := 1; i < len(ss); i++ {
+			if ss[i].last >= ss[i-1].first { // ss[i] comes before ss[i-1] in the file
+				return true
+			}
+		}
+	}
+	return false
 }

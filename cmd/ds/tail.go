@@ -16,7 +16,7 @@ func tailCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "tail",
 		Usage:     "print the last lines of captures",
-		UsageText: "ds tail [-n N] [-f] [--cursor-file F] [--cat|--json[=frames]] [FILTERS] [INPUT…]",
+		UsageText: "ds tail [-n N] [-f] [--cursor-file F] [--cat|--json[=frames]] [FILTERS] [INPUT…]\n   ds tail --consumer NAME [-n N | -f] [--cat|--json[=frames]] [FILTERS] STORE…",
 		Description: `Prints the last N lines (10 by default) that ds log would print for each
 input, in the same formats, with the same channel selection.
 
@@ -52,6 +52,30 @@ read again from its start, with a note on stderr; a file is followed after
 its streams have ended (ds wrap --append may add one), as tail -f follows.
 Stdin and pipes are read to their end.
 With --cursor-file, -f prints everything after the cursor, then follows.
+A store is followed as it grows: new chunks of its streams, and new
+streams, printed from their start (it is polled every 0.25 s).
+
+--consumer NAME reads stores (ds ingest) as the named consumer NAME: for
+each stream, ds tail prints everything after NAME's cursor saved in the
+store, merged as ds log merges (no -n 10 default: -n N prints at most N
+frames of each stream, counted in positions, so frames that -c or the
+writer's hidden channels leave out count too; -n 0 prints nothing), then
+saves in each store the cursor of what it printed, once the output is
+written: the next run goes on from there. A save never moves a cursor
+back (a cursor saved below the one in the store leaves it as it is), and
+consumers of other names are independent. A consumer that has not read a
+stream yet (a new NAME, a new stream) starts at the stream's oldest
+frame kept. When a stream was trimmed (ds trim) past the cursor, the
+frames trimmed are shown as trimmed, a note says so on stderr
+("ds: consumer NAME: NODE#LIFE: positions below H were trimmed; resuming
+at H"), and the read goes on at the first frame kept. With -f, ds tail
+--consumer prints everything after the cursor, then follows the stores
+(new chunks and new streams), and saves the cursor whenever its output
+pauses (0.3 s without anything new) and when it is interrupted: killed
+without warning (kill -9), a restart prints again what was printed
+after the last save (at-least-once), and never skips a frame. --consumer
+takes stores only (exit 2 otherwise), and not --cursor-file; -n does not
+go with -f there.
 
 ` + inputsHelp + `
 
@@ -59,13 +83,14 @@ With --cursor-file, -f prints everything after the cursor, then follows.
 
 Exit status 3 when what was read of an input is damaged.`,
 		Flags: append([]cli.Flag{
-			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: views.DefaultTailLines, Usage: "print the last `N` lines"},
+			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: views.DefaultTailLines, Usage: "print the last `N` lines (with --consumer: at most N frames of each stream)"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "then print what is written to the inputs, until interrupted"},
 			&cli.BoolFlag{Name: "cat", Usage: "print payload bytes only, byte-exact (as ds log --cat)"},
 			&cli.GenericFlag{Name: "json", Value: &optionalValue{}, Usage: "print one JSON object per line, record, gap, drop and damaged range (=frames: per frame)"},
 			&cli.GenericFlag{Name: "time", Value: &optionalValue{}, Usage: "add a time column: wall, utc, since-start, delta or unix"},
 			&cli.BoolFlag{Name: "utc", Usage: "show and read times in UTC"},
 			&cli.StringFlag{Name: "cursor-file", Usage: "resume after the cursor saved in `FILE`, and save the new one there"},
+			&cli.StringFlag{Name: "consumer", Usage: "read the STORE inputs as consumer `NAME`: resume after its saved cursor, print all that follows (-n N: N frames a stream), save the new cursor"},
 			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "show only `CHANNEL` (exact name, or a prefix ending in .*); repeatable"},
 			&cli.BoolFlag{Name: "all", Usage: "also show the writer's own datastream.* channels"},
 			colorFlag(),
@@ -96,6 +121,9 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 	}
 	root := c.Root()
 	cursorFile := c.String("cursor-file")
+	if c.IsSet("consumer") {
+		return consumerAction(ctx, c, opts.Log, c.Args().Slice())
+	}
 	if c.Bool("follow") && cursorFile == "" {
 		return tailFollow(ctx, names, root.Reader, root.Writer, root.ErrWriter, opts)
 	}
@@ -133,7 +161,7 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 	cursor := views.Cursor{}
 	headers := 0
 	for _, name := range names {
-		if name != "-" {
+		if name != "-" && !isStoreInput(name) {
 			if _, err := os.Stat(name); err != nil {
 				o.fail(root.ErrWriter, err) // as tail(1): no header for it
 				continue
@@ -152,7 +180,7 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 		var d bool
 		var err error
 		if n == 0 && cursorFile == "" {
-			d, err = false, checkInput(name, root.Reader) // as tail(1): nothing to print
+			d, err = false, probeInput(name, root.Reader) // as tail(1): nothing to print
 		} else if n == 0 {
 			// Nothing to print, but the cursor of the end to save: the
 			// next run starts from here.
@@ -200,8 +228,35 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 	return o.status() // 3 when what was read was damaged
 }
 
-// checkInput reports an input that cannot be opened.
-func checkInput(name string, stdin io.Reader) error {
+// consumerAction is ds tail --consumer NAME STORE…: the checks of its
+// command line, then tailConsumer.
+func consumerAction(ctx context.Context, c *cli.Command, opts views.LogOptions, names []string) error {
+	name := c.String("consumer")
+	switch {
+	case name == "":
+		return usagef("tail: --consumer: empty consumer name")
+	case c.IsSet("cursor-file"):
+		return usagef("tail: --consumer and --cursor-file cannot be combined (a consumer's cursor is kept in its store)")
+	case len(names) == 0:
+		return usagef("tail: --consumer reads stores: name one (a directory ds ingest made)")
+	case c.Bool("follow") && c.IsSet("lines"):
+		return usagef("tail: --consumer -f prints everything after the cursor, then follows: -n does not apply")
+	}
+	for _, n := range names {
+		if !isStoreDir(n) {
+			return usagef("tail: --consumer reads stores: %s is not a store (a directory ds ingest made)", n)
+		}
+	}
+	limit := -1
+	if c.IsSet("lines") {
+		limit = int(c.Int("lines"))
+	}
+	root := c.Root()
+	return tailConsumer(ctx, name, opts, names, limit, c.Bool("follow"), root.Reader, root.Writer, root.ErrWriter)
+}
+
+// probeInput reports an input that cannot be opened.
+func probeInput(name string, stdin io.Reader) error {
 	in, err := openInput(name, stdin)
 	if err == nil {
 		in.close()
@@ -229,7 +284,7 @@ func tailOne(ctx context.Context, name string, stdin io.Reader, stdout, stderr i
 // readsFromEnd reports whether ds tail can read in from its end: a DSS
 // capture file (or an empty one), not a pipe or an import.
 func readsFromEnd(in *input) bool {
-	return in.file != nil && in.size >= 0 && (in.format == views.InputDSS || in.format == views.InputEmpty)
+	return in.file != nil && in.size >= 0 && (in.format == views.InputDSS || in.format == views.InputEmpty) && !outOfOrder(in.name)
 }
 
 // tailFile prints the tail of a capture file read from its end

@@ -22,6 +22,14 @@
 // bytes is never taken for records; no length field makes it allocate more
 // than the documented maxima; every input is read to its end.
 //
+// A [Store] is a directory of streams that [Store.Ingest] grows from
+// captures (ds ingest): each stream rebuilt by position, every frame kept
+// once whatever order, copies and cuts it arrives in, crash-safe, locked
+// against concurrent ingesters, trimmed to a horizon ([Store.Trim], ds
+// trim) and read back as DSS ([Store.OpenStream]), with named consumers'
+// cursors ([Store.SaveConsumer]). Its directory layout is documented on
+// [Store].
+//
 // Encoding of single records lives in package wireformat, whose sentinel
 // errors (wireformat.ErrChecksum, ErrBadMagic, ErrUnknownVersion, …) the
 // CorruptError wraps. Payloads are opaque here: only views decode them.

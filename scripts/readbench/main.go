@@ -10,6 +10,7 @@
 //	go run . -o DIR [-n 2000000]                      # -mode read
 //	go run . -mode mem -o DIR [-mib 1024] [-small 100000] [-bad 3000000] [-compress none]
 //	go run . -mode peak [-timeout 10m] -- COMMAND [ARG…]
+//	go run . -mode merge -o DIR [-k 8] [-n 1000000] [-mcap=false] [-prefix in]
 //
 // The messages: N JSON objects of exactly 100 bytes and a newline,
 // {"seq":…,"worker":…,"msg":"handled request ID in MS ms …"} with a
@@ -42,6 +43,11 @@
 //
 // Each mode prints one line per file: name, bytes, and what it holds.
 //
+// -mode merge writes the inputs of scripts/bench_merge.sh in DIR: K
+// captures PREFIXj.dss of N messages each, capture j being the stream
+// bench-j#1, and unless -mcap=false the same messages as PREFIXj.mcap
+// (see mergeWorkload).
+//
 // -mode peak -- COMMAND [ARG…] runs COMMAND with its output thrown away
 // (stdout to /dev/null, stderr to readbench's stderr) and prints its peak
 // resident memory in KiB (the kernel's ru_maxrss, what /usr/bin/time -v
@@ -62,6 +68,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -80,25 +87,33 @@ const channels = 3
 
 func main() {
 	out := flag.String("o", "", "output directory (must exist)")
-	mode := flag.String("mode", "read", "read: the read workload; mem: the memory-probe inputs")
+	mode := flag.String("mode", "read", "read: the read workload; merge: the merge workload; mem: the memory-probe inputs")
 	n := flag.Int("n", 2_000_000, "read: number of messages")
 	mib := flag.Int("mib", 1024, "mem: size of big.dss in MiB")
 	small := flag.Int("small", 100_000, "mem: number of tiny captures in many.dss")
 	bad := flag.Int("bad", 3_000_000, "mem: number of bad records in bad.dss")
 	comp := flag.String("compress", "none", "mem: compression of big.dss, none or zstd")
 	timeout := flag.Duration("timeout", 10*time.Minute, "peak: kill the command after this long")
+	k := flag.Int("k", 8, "merge: number of captures")
+	withMCAP := flag.Bool("mcap", true, "merge: also write the messages as MCAP files")
+	prefix := flag.String("prefix", "in", "merge: file name prefix")
 	flag.Parse()
 	if *mode == "peak" {
 		peak(flag.Args(), *timeout)
 		return
 	}
 	if *out == "" || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: readbench -o DIR [-mode read] [-n N]\n       readbench -o DIR -mode mem [-mib MIB] [-small N] [-bad N] [-compress none|zstd]\n       readbench -mode peak [-timeout D] -- COMMAND [ARG...]")
+		fmt.Fprintln(os.Stderr, "usage: readbench -o DIR [-mode read] [-n N]\n       readbench -o DIR -mode merge [-k K] [-n N] [-mcap=false] [-prefix P]\n       readbench -o DIR -mode mem [-mib MIB] [-small N] [-bad N] [-compress none|zstd]\n       readbench -mode peak [-timeout D] -- COMMAND [ARG...]")
 		os.Exit(2)
 	}
 	switch *mode {
 	case "read":
 		readWorkload(*out, *n)
+	case "merge":
+		if !isFlagSet("n") {
+			*n = 1_000_000
+		}
+		mergeWorkload(*out, *k, *n, *withMCAP, *prefix)
 	case "mem":
 		c, err := segments.ParseCompression(*comp)
 		check(err)
@@ -106,9 +121,16 @@ func main() {
 		memMany(filepath.Join(*out, "many.dss"), *small)
 		memBad(filepath.Join(*out, "bad.dss"), *bad)
 	default:
-		fmt.Fprintf(os.Stderr, "readbench: unknown mode %q (want read or mem)\n", *mode)
+		fmt.Fprintf(os.Stderr, "readbench: unknown mode %q (want read, merge or mem)\n", *mode)
 		os.Exit(2)
 	}
+}
+
+// isFlagSet reports whether flag name was given.
+func isFlagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func check(err error) {
@@ -124,14 +146,57 @@ var rng = rand.New(rand.NewPCG(2026, 9))
 
 // message appends message i and its newline to dst. Messages are made in
 // order 0, 1, 2, … (they draw from rng).
-func message(dst []byte, i int) []byte {
+func message(dst []byte, i int) []byte { return messageFrom(rng, dst, i) }
+
+// messageFrom is message drawing from r. It appends with strconv, not
+// fmt (the merge workload makes tens of millions), and makes the bytes
+// fmt.Sprintf would: {"seq":I,"worker":I%3,"msg":"handled request %016x
+// in %d ms path=/api/items/%d status=%d"}, the msg space-padded or cut to
+// make 100 bytes.
+func messageFrom(r *rand.Rand, dst []byte, i int) []byte {
+	start := len(dst)
+	dst = append(dst, `{"seq":`...)
+	dst = strconv.AppendInt(dst, int64(i), 10)
+	dst = append(dst, `,"worker":`...)
+	dst = strconv.AppendInt(dst, int64(i%channels), 10)
+	dst = append(dst, `,"msg":"`...)
+	status := int64(200)
+	if i%50 == 0 {
+		status = 500
+	}
+	room := msgLen - (len(dst) - start) - len(`"}`)
+	m := len(dst)
+	dst = append(dst, "handled request "...)
+	id := r.Uint64()
+	for shift := 60; shift >= 0; shift -= 4 {
+		dst = append(dst, "0123456789abcdef"[id>>uint(shift)&0xf])
+	}
+	dst = append(dst, " in "...)
+	dst = strconv.AppendInt(dst, int64(r.ExpFloat64()*20), 10)
+	dst = append(dst, " ms path=/api/items/"...)
+	dst = strconv.AppendInt(dst, int64(i%10007), 10)
+	dst = append(dst, " status="...)
+	dst = strconv.AppendInt(dst, status, 10)
+	if n := len(dst) - m; n > room {
+		dst = dst[:m+room]
+	} else {
+		for ; n < room; n++ {
+			dst = append(dst, ' ')
+		}
+	}
+	return append(dst, '"', '}', '\n')
+}
+
+// messageFmt is messageFrom as fmt writes it (the reference of
+// TestMessage).
+func messageFmt(r *rand.Rand, dst []byte, i int) []byte {
 	start := len(dst)
 	dst = fmt.Appendf(dst, `{"seq":%d,"worker":%d,"msg":"`, i, i%channels)
 	status := 200
 	if i%50 == 0 {
 		status = 500
 	}
-	msg := fmt.Sprintf("handled request %016x in %d ms path=/api/items/%d status=%d", rng.Uint64(), int(rng.ExpFloat64()*20), i%10007, status)
+	msg := fmt.Sprintf("handled request %016x in %d ms path=/api/items/%d status=%d", r.Uint64(), int(r.ExpFloat64()*20), i%10007, status)
 	room := msgLen - (len(dst) - start) - len(`"}`)
 	dst = fmt.Appendf(dst, "%-*.*s", room, room, msg)
 	return append(dst, '"', '}', '\n')

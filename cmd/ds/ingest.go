@@ -1,0 +1,318 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/views"
+)
+
+func ingestCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "ingest",
+		Usage:     "store captures in a store directory, each frame once, crash-safe",
+		UsageText: "ds ingest [--commit-bytes N] [--commit-interval D] STORE INPUT…|-",
+		Description: `Stores the frames of DSS captures (files, or - for stdin, read as it
+comes: ssh host ds wrap -o - -- job | ds ingest store -) in the store
+directory STORE, which it creates if needed (a directory that exists must
+be a store or empty). Every view reads a store as it reads a capture
+(ds log STORE, ds tail STORE, ds info STORE).
+
+A store keeps each stream (node, life) rebuilt by position: every frame
+once, whatever order, copies and cuts of the stream arrive in. A frame at
+a position already stored is a duplicate, dropped when it is the same
+(channel and payload), and refused, reported on stderr, when it differs
+(a conflict: the stored frame stays, first copy wins). So ingesting is
+idempotent (the same capture twice stores nothing new) and
+order-independent (any arrival order stores the same frames). A channel
+whose descriptor differs from the one the store (or the input) holds for
+its id is a catalog conflict: that stream's frames in that input are not
+stored (exit 1); the other streams' are. Frames below a stream's trim
+horizon (ds trim) are dropped. Damaged input is reported on stderr with
+its byte range, and the good frames around it are stored (exit 3).
+
+Frames are buffered and committed when --commit-bytes are buffered, when
+--commit-interval has passed with something buffered, at each stream's
+end, and at the end of an input. A commit holds the store's lock (a
+second ds ingest waits its turn; readers never wait) and writes new frames
+as a chunk file, synced and renamed into place: kill -9 at any instant
+loses nothing committed, and running the same ds ingest again stores the
+rest, without duplicates.
+
+A line on stdout says that data is stored and durable: one per input
+file when it is done, one per commit for - (live input):
+
+   run.dss: 1500 frames stored, 0 duplicates, 0 conflicts
+   -: 800 frames stored, 0 duplicates, 0 conflicts (input to byte 65536)
+
+(", N below the trim horizon" follows when frames were dropped so). For
+-, every frame of the records before that byte of the input is stored.
+SIGINT or SIGTERM commits what is buffered and prints its line with
+"(interrupted)" (for -, with the totals "in all"): that is how a live
+input is stopped, exit 0. When a file, or an input not yet read, is not
+stored whole, ds ingest names them on stderr and exits 130: ingest them
+again later to store the rest.
+
+The store's layout (STORE/ds-store marks it; see also ds-format(5)):
+   STORE/lock                  locked while a commit, trim or save runs
+   STORE/tmp/                  temporary files, removed when opened
+   STORE/consumers/NAME.json   cursors of named consumers (ds tail
+                               --consumer)
+   STORE/streams/DIR/          one stream: stream.json (descriptor, chunk
+                               index), catalog.json (channel names),
+                               horizon (ds trim), chunks/FIRST-LAST-R.dss
+DIR is a cleaned, lowercased prefix of the node name, "~" and a hash of
+the exact (node, life), so no node name can write outside the store.
+
+Exit status: 0 when every input was stored (or - was interrupted), 130
+when an interruption left inputs not stored whole, 1 on an error (an input or the store could not be read or
+written, a catalog conflict), 2 on a bad command line or an input that is
+no DSS capture, 3 when an input was damaged.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "commit-bytes", Value: "16MiB", Usage: "commit when `N` bytes are buffered (suffixes K, M, G: KiB, MiB, GiB)"},
+			&cli.DurationFlag{Name: "commit-interval", Value: segments.DefaultCommitInterval, Usage: "commit what is buffered at least every `D`"},
+		},
+		Action: ingestAction,
+	}
+}
+
+func ingestAction(ctx context.Context, c *cli.Command) error {
+	args := c.Args().Slice()
+	if len(args) < 2 {
+		return usagef("want a store directory and at least one input (- for stdin)")
+	}
+	commitBytes, err := ingestParseBytes(c.String("commit-bytes"))
+	if err != nil || commitBytes <= 0 || commitBytes > 1<<40 {
+		return usagef("--commit-bytes %q: want a size in bytes, such as 16MiB or 512K", c.String("commit-bytes"))
+	}
+	interval := c.Duration("commit-interval")
+	if interval <= 0 {
+		return usagef("--commit-interval %s: want a positive duration, such as 1s", interval)
+	}
+	stdin := 0
+	for _, a := range args[1:] {
+		if a == "-" {
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return usagef("- (stdin) named %d times", stdin)
+	}
+	root := c.Root()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	st, err := segments.CreateStore(args[0])
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	opts := segments.IngestOptions{CommitBytes: int(commitBytes), CommitInterval: interval}
+	return runIngest(ctx, st, args[1:], root.Reader, root.Writer, root.ErrWriter, opts)
+}
+
+// runIngest stores each input in st, printing its lines (see ds ingest
+// --help). It keeps going past a bad input and returns the worst outcome;
+// an interruption (ctx) stops it after the input being read, with what
+// was read of it committed.
+func runIngest(ctx context.Context, st *segments.Store, names []string, stdin io.Reader, stdout, stderr io.Writer, opts segments.IngestOptions) error {
+	var o outcome
+	warn := func(err error) {
+		var ce *segments.CorruptError
+		if errors.As(err, &ce) {
+			o.damage()
+		}
+		fmt.Fprintf(stderr, "ds: %s\n", ingestSafe(err.Error()))
+	}
+	for i, name := range names {
+		r, closer, err := openIngestInput(name, stdin)
+		if err != nil {
+			o.fail(stderr, err)
+			continue
+		}
+		opts := opts
+		opts.Warn = warn
+		live := name == "-"
+		if live {
+			opts.Acked = func(c segments.Commit) {
+				fmt.Fprintf(stdout, "%s (input to byte %d)\n", ingestLine(c.Input, c.Frames, c.Duplicates, c.Conflicts, c.Trimmed), c.Offset)
+			}
+		}
+		rep, err := st.Ingest(ctx, name, r, opts)
+		if closer != nil {
+			closer.Close()
+		}
+		interrupted := errors.Is(err, context.Canceled)
+		if !live || rep.Commits == 0 || interrupted {
+			line := ingestLine(name, rep.Frames, rep.Duplicates, rep.Conflicts, rep.Trimmed)
+			if interrupted {
+				if live && rep.Commits > 0 {
+					line += " in all"
+				}
+				line += " (interrupted)"
+			}
+			fmt.Fprintln(stdout, line)
+		}
+		if rep.Damaged {
+			o.damage()
+		}
+		if err != nil && !interrupted {
+			// Ingest joins the errors of several streams: a line each.
+			for _, line := range strings.Split(err.Error(), "\n") {
+				o.fail(stderr, errors.New(ingestSafe(line)))
+			}
+		}
+		if interrupted || ctx.Err() != nil {
+			// A live input (stdin, a pipe) is stopped this way; a file,
+			// or inputs not yet read, are not stored whole: never exit 0
+			// then.
+			stream := live
+			if fi, err := os.Stat(name); err == nil && !fi.Mode().IsRegular() {
+				stream = true // a named pipe, a device
+			}
+			if rest := names[i+1:]; !stream || len(rest) > 0 {
+				if !stream {
+					rest = names[i:]
+				}
+				fmt.Fprintf(stderr, "ds: interrupted: not stored whole: %s (ds ingest them again to store the rest)\n", strings.Join(rest, " "))
+				if err := o.status(); err != nil {
+					return err
+				}
+				return &statusError{code: 128 + int(syscall.SIGINT)}
+			}
+			break
+		}
+	}
+	return o.status()
+}
+
+// ingestFormatError is an input file of a format that the views read but
+// ds ingest does not store (a DSQ1 stream, legacy envelopes): exit 2, as
+// for a file that is no capture.
+type ingestFormatError struct{ name string }
+
+func (e *ingestFormatError) Error() string {
+	return e.name + ": not a DSS capture: ds ingest stores DSS captures only (ds log reads this file)"
+}
+
+func (e *ingestFormatError) Unwrap() error { return views.ErrNotCapture }
+
+// ingestLine is the acknowledgement line of what was stored from input.
+func ingestLine(input string, stored, dups, conflicts, trimmed uint64) string {
+	line := fmt.Sprintf("%s: %s stored, %s, %s", ingestSafe(input), ingestPlural(stored, "frame"), ingestPlural(dups, "duplicate"), ingestPlural(conflicts, "conflict"))
+	if trimmed > 0 {
+		line += fmt.Sprintf(", %d below the trim horizon", trimmed)
+	}
+	return line
+}
+
+// ingestPlural returns "1 duplicate", "2 duplicates".
+func ingestPlural(n uint64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.FormatUint(n, 10) + " " + what + "s"
+}
+
+// openIngestInput opens an input of ds ingest: "-" is stdin. A regular
+// file must hold a DSS capture (or be empty): one that holds another
+// format is refused with a *notCaptureError (exit 2) or an error saying
+// which (DSQ1 streams and legacy envelopes are read by the views, not
+// stored).
+func openIngestInput(name string, stdin io.Reader) (io.Reader, io.Closer, error) {
+	if name == "-" {
+		return stdin, nil, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if fi.IsDir() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: is a directory (name its capture files)", name)
+	}
+	if fi.Mode().IsRegular() && fi.Size() > 0 {
+		format, err := views.Detect(io.NewSectionReader(f, 0, fi.Size()))
+		if err != nil {
+			f.Close()
+			return nil, nil, inputError(name, err)
+		}
+		if format != views.InputDSS {
+			f.Close()
+			return nil, nil, &ingestFormatError{name}
+		}
+	}
+	return f, f, nil
+}
+
+// ingestParseBytes parses a size in bytes: digits and an optional suffix
+// K, M, G or T (powers of 1024, also spelt KiB, MiB…, KB, MB…, any case)
+// or B.
+func ingestParseBytes(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	mult := int64(1)
+units:
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"", 1}} {
+		for _, spelling := range []string{u.suffix + "IB", u.suffix + "B", u.suffix} {
+			if rest, ok := strings.CutSuffix(t, spelling); ok && spelling != "" && spelling != "IB" {
+				t, mult = rest, u.m
+				break units
+			}
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("size %q: want a number of bytes, such as 4096, 512K or 16MiB", s)
+	}
+	return n * mult, nil
+}
+
+// ingestSafe returns s with control characters and bytes that are not
+// UTF-8 (from a node name, say) escaped as Go escapes them, so that a
+// line printed cannot drive the terminal.
+func ingestSafe(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case !unicode.IsPrint(r) && r != ' ':
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}

@@ -1,0 +1,710 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v3"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/views"
+)
+
+// ds merge and ds recover read their inputs with segments.Merge, the
+// store's ingest: package views is used here only to read the shared
+// filter flags (readSelection), never to read a capture.
+
+func mergeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "merge",
+		Usage:     "merge captures into one canonical capture",
+		UsageText: "ds merge -o OUT [--overwrite] [--compress zstd|none] [FILTERS] INPUT…",
+		Description: `Reads the inputs in argument order and writes OUT, one capture holding
+every stream of them, each rebuilt by position whatever the order and the
+overlaps of the inputs: captures of many nodes, of many lives of one
+node, copies of one capture cut at different places, duplicated or
+reordered by a transport. Each stream's frames are written in position
+order; a frame met again (the same node, life and position) is written
+once, the first copy read winning, and a frame met again with a different
+payload is a conflict: it is named on stderr and written after the first,
+so that ds info of OUT still shows it. Two identical lines at different
+positions stay two frames. Lives of a node are never merged. Gaps (positions
+no input holds) are not written; OUT simply lacks them, as its inputs did.
+
+Each stream's catalog is the union of its inputs' catalogs: a channel (or
+a stream) described differently by two inputs is an error naming both,
+and OUT is not written. A stream that an input ended (a StreamEnded
+record) ends in OUT after its last frame; a stream trimmed by a store
+keeps its trim horizon (name the store's inputs first: frames below the
+horizon read before it stay in OUT). A stream whose first frames are in
+no input (a capture whose head was cut off, or cut off by the filters)
+starts with a segment of sequence number 1, so that readers of OUT know
+its earlier frames are elsewhere.
+
+OUT is written to a temporary file in its directory, renamed to OUT at
+the end: an existing OUT is never replaced unless --overwrite is given
+(it may then be one of the inputs), and a merge that fails or is
+interrupted leaves nothing behind. -o - writes to stdout (refused on a
+terminal). Inputs in position order, as captures are, stream through in
+bounded memory whatever their size; frames out of order are held in
+memory up to --memory and sorted on disk beyond (in $TMPDIR), as sort(1)
+does. Inputs are DSS capture files, directories (every capture file in
+them, in name order), stores (each stream of the store) and - for stdin.
+
+Filters cut the output down: --node, --stream and --origin select
+streams; -c/--channel (exact name, or prefix.*) and --content select
+channels (the others' frames are left out, and so are they from the
+catalog); --positions A-B keeps those positions of every stream;
+--since and --until keep the frames whose time is within the bounds (a
+frame's time is its stream's latest datastream.clock reading; a stream
+without clock readings keeps nothing, and is named on stderr): an
+absolute time (2026-12-01 10:00, 10:00, @UNIXSECONDS, RFC 3339, today) or
+-10m (before now), in local time unless --utc. A stream whose last frames
+--positions, --since or --until leave out gets no StreamEnded record.
+
+A progress bar is shown on stderr when it is a terminal, NO_COLOR is
+unset and the merge takes more than a second. At the end one line on
+stderr says how many frames were written, duplicates collapsed,
+conflicts and gaps found (-q: none).
+
+Exit status 0 when every input was read whole; 3 when an input was
+damaged: OUT still holds everything readable, and each damaged range is
+named on stderr with its file and byte offsets (ds recover lists what was
+lost); 2 when an input is not a DSS capture (as the views say), or for a
+usage error; 1 when an input cannot be read, a catalog conflict, or OUT
+cannot be written.`,
+		Flags: append(append(mergeOutputFlags(), streamFlags()...),
+			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "keep only `CHANNEL` (exact name, or a prefix ending in .*); repeatable"},
+			&cli.StringSliceFlag{Name: "content", Usage: "keep only channels of `KIND` (text, json, bytes); repeatable"},
+			&cli.StringFlag{Name: "positions", Usage: "keep only positions `A-B` of each stream (A-, -B: open ends)"},
+			&cli.StringFlag{Name: "since", Usage: "keep only frames at or after `TIME` (2026-12-01 10:00, -10m, @UNIXSECONDS)"},
+			&cli.StringFlag{Name: "until", Usage: "keep only frames at or before `TIME` (as --since)"},
+			&cli.BoolFlag{Name: "utc", Usage: "read --since and --until in UTC"},
+		),
+		Action: mergeAction,
+	}
+}
+
+func recoverCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "recover",
+		Usage:     "write every recoverable frame of damaged captures to a clean one",
+		UsageText: "ds recover -o OUT [--overwrite] [--compress zstd|none] INPUT…",
+		Description: `Reads damaged captures (a flipped bit, a torn tail, bytes lost or
+overwritten, a head cut off) and writes every frame that can still be read
+to OUT, a clean capture: each stream in position order, its catalog, its
+end, as ds merge writes them (ds merge's rules hold for several inputs:
+copies of a stream fill each other's holes).
+
+On stderr ds recover says, for each input, what it could not keep: each
+damaged byte range (and a torn tail) with its offsets, then, per stream,
+the runs of positions lost in the holes they left (frames the capture
+had, of which no copy could be read); frames lost past a torn tail have
+no known positions. A last line counts what was recovered and lost (-q:
+only the losses are listed).
+
+Exit status 0 only when nothing was lost: every input read whole, no
+stream with a hole, no record of a type this ds does not know (a newer
+writer's, which it cannot copy); 3 whenever anything was lost, even when
+OUT holds all that could be saved (never 0 after a silent loss); 2 when
+an input holds no DSS segment; 1 when an input cannot be read, or OUT
+cannot be written. OUT is written as ds merge writes it (a temporary
+file renamed at the end; --overwrite to replace an existing OUT; -o -
+for stdout).`,
+		Flags:  mergeOutputFlags(),
+		Action: recoverAction,
+	}
+}
+
+// mergeOutputFlags are the flags ds merge and ds recover share.
+func mergeOutputFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the capture to `OUT` (- for stdout); required"},
+		&cli.BoolFlag{Name: "overwrite", Usage: "replace an existing OUT (by default an existing file is never replaced)"},
+		&cli.StringFlag{Name: "compress", Value: "zstd", Usage: "`CODEC` of OUT: zstd or none"},
+		&cli.IntFlag{Name: "memory", Value: segments.DefaultMemory >> 20, Usage: "hold at most `MIB` MiB of frames out of order in memory; sort the rest in temporary files"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print no summary line"},
+	}
+}
+
+// mergeJob is one ds merge or ds recover run, as its flags say.
+type mergeJob struct {
+	out       string
+	overwrite bool
+	quiet     bool
+	recover   bool
+	opts      segments.MergeOptions
+	sel       *mergeSelection
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
+}
+
+// readMergeJob reads the flags ds merge and ds recover share.
+func readMergeJob(c *cli.Command) (*mergeJob, error) {
+	root := c.Root()
+	j := &mergeJob{
+		out: c.String("output"), overwrite: c.Bool("overwrite"), quiet: c.Bool("quiet"),
+		stdin: root.Reader, stdout: root.Writer, stderr: root.ErrWriter,
+	}
+	if j.out == "" {
+		return nil, usagef("no output given: -o OUT (a file, or - for stdout)")
+	}
+	if c.Args().Len() == 0 {
+		return nil, usagef("no input given (name capture files, directories or stores, or - for stdin)")
+	}
+	comp, err := segments.ParseCompression(c.String("compress"))
+	if err != nil {
+		return nil, usagef("--compress %q: want zstd or none", c.String("compress"))
+	}
+	mib := c.Int("memory")
+	if mib < 1 || mib > 1<<20 {
+		return nil, usagef("--memory %d: want a number of MiB from 1", mib)
+	}
+	j.opts = segments.MergeOptions{
+		Compression: comp,
+		Memory:      int(mib) << 20,
+		WriterID:    "ds " + dsVersion(),
+		Keep: func(cat []frames.ChannelDescriptor) func(frames.ChannelID, []byte) segments.Keep {
+			var k keepPolicy // what ds wrap's summaries keep
+			for _, d := range cat {
+				k.declare(d)
+			}
+			return k.keep
+		},
+	}
+	return j, nil
+}
+
+func mergeAction(ctx context.Context, c *cli.Command) error {
+	j, err := readMergeJob(c)
+	if err != nil {
+		return err
+	}
+	sel, err := readSelection(c)
+	if err != nil {
+		return err
+	}
+	if j.sel, err = newMergeSelection(sel); err != nil {
+		return err
+	}
+	j.sel.apply(&j.opts)
+	return j.run(ctx, c.Args().Slice())
+}
+
+func recoverAction(ctx context.Context, c *cli.Command) error {
+	j, err := readMergeJob(c)
+	if err != nil {
+		return err
+	}
+	j.recover = true
+	return j.run(ctx, c.Args().Slice())
+}
+
+// run merges the inputs named into j.out.
+func (j *mergeJob) run(ctx context.Context, names []string) error {
+	limitReadMemory()
+	if os.Getenv("GOGC") == "" {
+		// What a merge holds is mostly buffers it reuses: collecting at
+		// half again its live heap, not twice, keeps its peak low at
+		// little cost.
+		debug.SetGCPercent(50)
+	}
+	var o outcome
+	names = expandNames(names, j.stderr, &o)
+	if o.failedInput() {
+		return o.status()
+	}
+	inputs, total := j.inputs(names)
+	out, err := openMergeOutput(j.out, j.overwrite, j.stdout)
+	if err != nil {
+		return err
+	}
+	defer out.abort()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	j.opts.Context = ctx
+
+	bar := newMergeBar(j.stderr, total)
+	j.opts.Progress = bar.progress
+	conflicts := 0 // conflict lines printed: past maxLostLines, counted only
+	j.opts.Warn = func(err error) {
+		var ce *segments.ConflictError
+		if errors.As(err, &ce) {
+			if conflicts++; conflicts > maxLostLines {
+				return
+			}
+		}
+		bar.clear()
+		fmt.Fprintf(j.stderr, "ds: %v\n", err)
+	}
+	lost := 0 // runs of positions recover could not keep
+	if j.recover {
+		j.opts.Gap = func(s frames.StreamID, g segments.Gap) {
+			if lost++; lost <= maxLostLines {
+				bar.clear()
+				fmt.Fprintf(j.stderr, "ds: stream %s: %s lost (%s)\n", s, positionRun(g.From, g.To), plural(g.Count, "frame"))
+			}
+		}
+	}
+	rep, err := segments.Merge(inputs, out, j.opts)
+	bar.done()
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(j.stderr, "ds: interrupted: %s not written\n", j.out)
+			return &statusError{code: 128 + int(syscall.SIGINT)}
+		}
+		if j.out != "-" {
+			err = fmt.Errorf("%w (%s not written)", err, j.out)
+		}
+		if errors.Is(err, segments.ErrNotDSS) {
+			// Not a capture: exit 2, as the views and ds ingest do.
+			fmt.Fprintf(j.stderr, "ds: %v\n", err)
+			return &statusError{code: exitUsage}
+		}
+		return err
+	}
+	if err := out.commit(); err != nil {
+		return err
+	}
+	if lost > maxLostLines {
+		fmt.Fprintf(j.stderr, "ds: … and %d more runs of lost positions\n", lost-maxLostLines)
+	}
+	if j.sel != nil {
+		j.sel.warn(j.stderr)
+	}
+	if rep.Unknown > 0 {
+		fmt.Fprintf(j.stderr, "ds: warning: %s of types this ds does not know skipped, not copied\n", plural(rep.Unknown, "record"))
+	}
+	if conflicts > maxLostLines {
+		fmt.Fprintf(j.stderr, "ds: … and %d more conflicts\n", conflicts-maxLostLines)
+	}
+	if rep.Uncompared > 0 {
+		// Never silent: these copies were taken as identical unchecked.
+		fmt.Fprintf(j.stderr, "ds: warning: %s not compared with their first copies, which were too far back (more than %d positions) to compare: a different payload among them would be a conflict not seen\n", plural(rep.Uncompared, "duplicate"), segments.MergeCompare)
+	}
+	if rep.DamageCount > len(rep.Damage) {
+		fmt.Fprintf(j.stderr, "ds: %d damaged ranges in all\n", rep.DamageCount)
+	}
+	if !j.quiet {
+		fmt.Fprintln(j.stderr, j.summary(rep))
+	}
+	if rep.Damaged || j.recover && (rep.Gaps > 0 || rep.Unknown > 0) {
+		return &statusError{code: exitCorrupt}
+	}
+	return nil
+}
+
+// maxLostLines bounds the lines ds recover prints about lost positions.
+const maxLostLines = 100
+
+// summary is the last line ds merge and ds recover print.
+func (j *mergeJob) summary(r segments.MergeReport) string {
+	to := j.out
+	if to == "-" {
+		to = "stdout"
+	}
+	verb := "merged"
+	if j.recover {
+		verb = "recovered"
+	}
+	s := fmt.Sprintf("ds: %s %s of %s from %s into %s", verb, plural(r.Frames, "frame"), plural(uint64(r.Streams), "stream"), plural(uint64(r.Inputs), "input"), to)
+	var parts []string
+	if !j.recover || r.Duplicates > 0 {
+		parts = append(parts, plural(r.Duplicates, "duplicate")+" collapsed")
+	}
+	if !j.recover || r.Conflicts > 0 {
+		parts = append(parts, plural(r.Conflicts, "conflict"))
+	}
+	gaps := plural(r.Gaps, "gap")
+	if r.Gaps > 0 {
+		gaps += fmt.Sprintf(" (%s missing)", plural(r.Missing, "frame"))
+	}
+	parts = append(parts, gaps)
+	if r.Trimmed > 0 {
+		parts = append(parts, plural(r.Trimmed, "frame")+" below a store's trim horizon dropped")
+	}
+	if r.SpilledFrames > 0 {
+		parts = append(parts, fmt.Sprintf("%s (%.1f MiB) sorted in temporary files", plural(r.SpilledFrames, "frame"), float64(r.SpilledBytes)/(1<<20)))
+	}
+	if j.recover {
+		if r.Damaged {
+			parts = append(parts, plural(uint64(r.DamageCount), "damaged range")+" skipped")
+		}
+		if r.Unknown > 0 {
+			parts = append(parts, plural(r.Unknown, "record")+" of unknown types not kept")
+		}
+		if !r.Damaged && r.Gaps == 0 && r.Unknown == 0 {
+			parts = append(parts, "nothing lost")
+		}
+	}
+	return s + ": " + strings.Join(parts, ", ")
+}
+
+// plural returns "1 frame", "2 frames".
+func plural(n uint64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// positionRun returns "position 5" or "positions 5–9".
+func positionRun(from, to frames.Position) string {
+	if from == to {
+		return fmt.Sprintf("position %d", from)
+	}
+	return fmt.Sprintf("positions %d–%d", from, to)
+}
+
+// inputs returns the merge inputs of the names (expanded: files, store
+// streams, -) and their total size in bytes (-1 when one is unknown).
+func (j *mergeJob) inputs(names []string) ([]segments.MergeInput, int64) {
+	var ins []segments.MergeInput
+	total := int64(0)
+	for _, name := range names {
+		ins = append(ins, segments.MergeInput{Name: name, Open: func() (io.ReadCloser, error) { return openMergeInput(name, j.stdin) }})
+		switch fi, err := os.Stat(name); {
+		case name == "-" || isStoreInput(name):
+			total = -1 // a pipe, or a store's stream: size unknown
+		case err == nil && fi.Mode().IsRegular() && total >= 0:
+			total += fi.Size()
+		}
+	}
+	return ins, total
+}
+
+// openMergeInput opens an input of ds merge: "-" is stdin, a store
+// input's name its stream (see store.go), anything else a file.
+func openMergeInput(name string, stdin io.Reader) (io.ReadCloser, error) {
+	if name == "-" {
+		return io.NopCloser(stdin), nil
+	}
+	if ref, ok := lookupStoreInput(name); ok {
+		return newStoreReader(ref), nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, pe.Err // Merge names the input
+		}
+		return nil, err
+	}
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		f.Close()
+		return nil, errors.New("is a directory")
+	}
+	return f, nil
+}
+
+// mergeOutput is where ds merge writes: stdout, or a temporary file next
+// to OUT that commit renames to OUT.
+type mergeOutput struct {
+	io.Writer
+	f    *os.File // the temporary file; nil for stdout
+	name string   // OUT
+	done bool
+}
+
+// openMergeOutput checks OUT and creates the temporary file. An existing
+// OUT is refused unless overwrite; a terminal is refused for -.
+func openMergeOutput(name string, overwrite bool, stdout io.Writer) (*mergeOutput, error) {
+	if name == "-" {
+		if f, ok := stdout.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+			return nil, usagef("refusing to write a binary capture to a terminal; redirect stdout or use -o FILE")
+		}
+		return &mergeOutput{Writer: stdout, name: name}, nil
+	}
+	fi, err := os.Stat(name)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil, fmt.Errorf("%s is a directory: name the capture file to write", name)
+	case err == nil && !overwrite:
+		return nil, fmt.Errorf("%s exists: not replacing it (use --overwrite to replace it)", name)
+	case err == nil && !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file: not replacing it", name)
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return &mergeOutput{Writer: f, f: f, name: name}, nil
+}
+
+// commit syncs the temporary file and renames it to OUT.
+func (o *mergeOutput) commit() error {
+	if o.f == nil {
+		o.done = true
+		return nil
+	}
+	err := o.f.Sync()
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(o.f.Name(), o.name)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", o.name, err)
+	}
+	o.done = true
+	return nil
+}
+
+// abort removes the temporary file unless committed.
+func (o *mergeOutput) abort() {
+	if o.done || o.f == nil {
+		return
+	}
+	o.f.Close()
+	os.Remove(o.f.Name())
+}
+
+// mergeBar is the progress bar of ds merge: shown on a terminal stderr
+// (NO_COLOR unset) once the merge has run for a second.
+type mergeBar struct {
+	w     io.Writer
+	total int64
+	start time.Time
+	on    bool // stderr allows a bar
+	bar   *progressbar.ProgressBar
+}
+
+// mergeBarDelay is how long a merge runs before its bar shows.
+const mergeBarDelay = time.Second
+
+func newMergeBar(stderr io.Writer, total int64) *mergeBar {
+	f, ok := stderr.(*os.File)
+	on := ok && isatty.IsTerminal(f.Fd()) && os.Getenv("NO_COLOR") == ""
+	return &mergeBar{w: stderr, total: total, start: time.Now(), on: on}
+}
+
+// progress takes the bytes read so far.
+func (b *mergeBar) progress(n int64) {
+	if !b.on {
+		return
+	}
+	if b.bar == nil {
+		if time.Since(b.start) < mergeBarDelay {
+			return
+		}
+		b.bar = progressbar.NewOptions64(b.total,
+			progressbar.OptionSetWriter(b.w),
+			progressbar.OptionSetDescription("ds merge"),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionUseANSICodes(true))
+	}
+	_ = b.bar.Set64(n)
+}
+
+// clear takes the bar off the screen, for a line of stderr: the next
+// progress draws it again.
+func (b *mergeBar) clear() {
+	if b.bar != nil {
+		_ = b.bar.Clear()
+	}
+}
+
+// done clears the bar.
+func (b *mergeBar) done() {
+	if b.bar != nil {
+		_ = b.bar.Finish()
+		_ = b.bar.Clear()
+	}
+}
+
+// mergeSelection is what ds merge's filters keep, and which of them
+// matched something.
+type mergeSelection struct {
+	sel       views.Selection
+	streamHit []bool // per --node, --stream, --origin value: a stream matched
+	chanHit   []bool // per -c, --content value: a channel matched
+	clock     map[frames.StreamID]int64
+	untimed   map[frames.StreamID]bool
+	untimedIn []frames.StreamID
+}
+
+// newMergeSelection checks the filters ds merge can apply.
+func newMergeSelection(sel views.Selection) (*mergeSelection, error) {
+	for _, b := range []*views.TimeBound{sel.Since, sel.Until} {
+		if b != nil && b.FromStart {
+			return nil, usagef("--since/--until +DURATION: ds merge reads its inputs once and cannot know their start in advance; give a time (2026-12-01 10:00, -10m, @UNIXSECONDS)")
+		}
+	}
+	m := &mergeSelection{
+		sel:       sel,
+		streamHit: make([]bool, len(sel.Nodes)+len(sel.Streams)+len(sel.Origins)),
+		chanHit:   make([]bool, len(sel.Channels)+len(sel.Contents)),
+	}
+	return m, nil
+}
+
+// apply sets the filters of opts.
+func (m *mergeSelection) apply(opts *segments.MergeOptions) {
+	if len(m.streamHit) > 0 {
+		opts.Select = m.stream
+	}
+	if len(m.chanHit) > 0 {
+		opts.Channels = m.channel
+	}
+	if m.sel.Positions != nil || m.sel.Since != nil || m.sel.Until != nil {
+		opts.Frame = m.frame
+	}
+}
+
+// stream decides a stream: every filter kind given must match.
+func (m *mergeSelection) stream(d frames.StreamDescriptor) bool {
+	s := &m.sel
+	i := 0
+	ok := true
+	match := func(hit bool) {
+		if hit {
+			m.streamHit[i] = true
+		}
+		i++
+	}
+	oneOf := func(n int, f func(k int) bool) {
+		found := n == 0
+		for k := range n {
+			hit := f(k)
+			match(hit)
+			found = found || hit
+		}
+		ok = ok && found
+	}
+	oneOf(len(s.Nodes), func(k int) bool { return d.Stream.Node == s.Nodes[k] })
+	oneOf(len(s.Streams), func(k int) bool { return d.Stream == s.Streams[k] })
+	oneOf(len(s.Origins), func(k int) bool { return d.Origin == s.Origins[k] })
+	return ok
+}
+
+// channel decides a channel: its content must be one --content names
+// (when given) and its name one -c names (when given).
+func (m *mergeSelection) channel(_ frames.StreamID, d frames.ChannelDescriptor) bool {
+	s := &m.sel
+	okName := len(s.Channels) == 0
+	for k, f := range s.Channels {
+		if f.Match(d) {
+			okName = true
+			m.chanHit[k] = true
+		}
+	}
+	okContent := len(s.Contents) == 0
+	for k, c := range s.Contents {
+		if d.Content.Kind == c {
+			okContent = true
+			m.chanHit[len(s.Channels)+k] = true
+		}
+	}
+	return okName && okContent
+}
+
+// frame applies --positions, --since and --until to a frame in position
+// order: its time is its stream's latest clock reading.
+func (m *mergeSelection) frame(s frames.StreamID, d *frames.ChannelDescriptor, f frames.Frame) bool {
+	if p := m.sel.Positions; p != nil && (f.Position < p.From || f.Position > p.To) {
+		return false
+	}
+	if m.sel.Since == nil && m.sel.Until == nil {
+		return true
+	}
+	if m.clock == nil {
+		m.clock, m.untimed = map[frames.StreamID]int64{}, map[frames.StreamID]bool{}
+	}
+	if d != nil && d.Name == frames.ClockChannel {
+		if c, err := frames.DecodeRecord(f.Payload, frames.ClockRecord{UnixNS: -1}); err == nil && c.UnixNS >= 0 {
+			m.clock[s] = c.UnixNS
+		}
+	}
+	ns, ok := m.clock[s]
+	if !ok {
+		if !m.untimed[s] {
+			m.untimed[s] = true
+			m.untimedIn = append(m.untimedIn, s)
+		}
+		return false
+	}
+	if b := m.sel.Since; b != nil && ns < b.UnixNS {
+		return false
+	}
+	if b := m.sel.Until; b != nil && ns > b.UnixNS {
+		return false
+	}
+	return true
+}
+
+// warn names on stderr the filters that matched nothing and, under
+// --since/--until, the streams without any clock reading.
+func (m *mergeSelection) warn(w io.Writer) {
+	var none []string
+	s := &m.sel
+	for k, f := range s.Channels {
+		if !m.chanHit[k] {
+			name := f.Value
+			if f.Kind == frames.ChannelsPrefix {
+				name += "*"
+			}
+			none = append(none, "-c "+name)
+		}
+	}
+	for k, c := range s.Contents {
+		if !m.chanHit[len(s.Channels)+k] {
+			none = append(none, "--content "+strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(c.String(), "Stream"), "Record")))
+		}
+	}
+	i := 0
+	for _, n := range s.Nodes {
+		if !m.streamHit[i] {
+			none = append(none, "--node "+string(n))
+		}
+		i++
+	}
+	for _, id := range s.Streams {
+		if !m.streamHit[i] {
+			none = append(none, "--stream "+id.String())
+		}
+		i++
+	}
+	for _, o := range s.Origins {
+		if !m.streamHit[i] {
+			none = append(none, "--origin "+o.String())
+		}
+		i++
+	}
+	if len(none) > 0 {
+		fmt.Fprintf(w, "ds: nothing in the inputs matches %s\n", strings.Join(none, ", "))
+	}
+	var names []string
+	for _, id := range m.untimedIn {
+		if _, ok := m.clock[id]; !ok {
+			names = append(names, id.String())
+		}
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(w, "ds: warning: --since/--until: %s has no clock records; left out\n", strings.Join(names, ", "))
+	}
+}

@@ -1,0 +1,785 @@
+package segments
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ds-telemetry/ds/pkg/catalogfile"
+	"github.com/ds-telemetry/ds/pkg/frames"
+)
+
+// Defaults of [IngestOptions].
+const (
+	// DefaultCommitInterval is how long frames wait, buffered, before a
+	// commit stores them (1 s).
+	DefaultCommitInterval = time.Second
+	// DefaultCommitBytes is how much an ingest buffers before it commits,
+	// in bytes (16 MiB).
+	DefaultCommitBytes = 16 << 20
+)
+
+// ingestFrameOverhead is what a buffered frame counts toward
+// IngestOptions.CommitBytes beyond its payload, in bytes.
+const ingestFrameOverhead = 64
+
+// IngestOptions configures [Store.Ingest]. The zero value is valid.
+type IngestOptions struct {
+	// CommitInterval bounds how long frames stay buffered: a commit
+	// happens at least this often while something is buffered (a live
+	// input, read as it comes). 0 means DefaultCommitInterval.
+	CommitInterval time.Duration
+	// CommitBytes commits when this much is buffered, in bytes (payloads
+	// plus 64 bytes a frame). 0 means DefaultCommitBytes.
+	CommitBytes int
+	// TempDir is unused by this version: chunks are written in STORE/tmp,
+	// which is on the store's file system, so that a rename commits them.
+	// It is kept for callers that set it.
+	TempDir string
+	// Acked, if not nil, is called after each commit is durable (its
+	// chunks and files synced and renamed), with what it stored: a
+	// caller may then acknowledge that data. It is called from the
+	// goroutine that called Ingest, without the store's lock.
+	Acked func(Commit)
+	// Warn, if not nil, is told of damage in the input (the damaged byte
+	// range, a *CorruptError inside) and of conflicts (a
+	// *FrameConflictError), each an error whose text starts with the
+	// input's name. Ingest goes on after each.
+	Warn func(error)
+}
+
+// Commit is what one commit of [Store.Ingest] stored.
+type Commit struct {
+	Input string // the name given to Ingest
+	// Frames counts the frames stored: new positions. Duplicates counts
+	// frames dropped as copies of a frame already stored or earlier in
+	// the batch (same position, channel and payload); Conflicts, frames
+	// refused because another payload is stored at their position;
+	// Trimmed, frames below their stream's trim horizon, dropped.
+	Frames, Duplicates, Conflicts, Trimmed uint64
+	// Streams lists the streams the commit changed (new frames, a new
+	// stream, new channels or the stream's end), in the order the input
+	// named them first.
+	Streams []frames.StreamID
+	// Offset is the input offset, in bytes, before which every entry of
+	// the input has been committed: ingesting the input again from a
+	// segment boundary at or before it loses nothing. At the end of the
+	// input it is the input's size.
+	Offset int64
+}
+
+// IngestReport sums up one [Store.Ingest].
+type IngestReport struct {
+	Frames, Duplicates, Conflicts, Trimmed uint64 // as in Commit, for the whole input
+	Commits                                int    // commits that stored something
+	Damaged                                bool   // the input had damaged ranges (reported through Warn)
+}
+
+// A FrameConflictError reports a frame refused by [Store.Ingest] because
+// a different payload (or channel) is already stored, or was met earlier
+// in the same commit, at its position: the first copy stays (CONFORMANCE
+// §3.2).
+type FrameConflictError struct {
+	Input    string
+	Stream   frames.StreamID
+	Position frames.Position
+	Channel  frames.ChannelID // the refused frame's
+	Bytes    int              // its payload size
+}
+
+func (e *FrameConflictError) Error() string {
+	return fmt.Sprintf("%s: %s position %d: conflict: a frame (channel %d, %d bytes) differs from the one stored at its position, which stays", e.Input, e.Stream, e.Position, e.Channel, e.Bytes)
+}
+
+// ingestStream is what an ingest holds of one stream.
+type ingestStream struct {
+	id   frames.StreamID
+	desc frames.StreamDescriptor
+	cat  *catalogfile.Catalog // what the input declared of it
+	// catChanged says that cat has had declarations since the last
+	// commit; batch and ended are what awaits the next one.
+	catChanged bool
+	batch      []frames.Frame
+	ended      bool
+	// horizon is the highest Trimmed record of the input for the stream
+	// (an input read out of another store): frames below are dropped.
+	horizon frames.Position
+	refused error // a catalog conflict: the stream's frames are dropped
+	// chunks are the chunks this ingest wrote, which stream.json's index
+	// may lack (it is written every storeIndexEvery chunks and at the
+	// end): they need not be read to be counted.
+	chunks map[string]storeChunkMeta
+}
+
+// storeIndexEvery is how many chunks an ingest commits to a stream before
+// it updates the stream's stream.json index (and at its end): the index is
+// a cache, and writing it durably at every commit would double the
+// commit's syncs.
+const storeIndexEvery = 16
+
+func (st *ingestStream) pending() bool {
+	return st.refused == nil && (st.catChanged || st.ended || len(st.batch) > 0)
+}
+
+// storeIngest is one run of Store.Ingest.
+type storeIngest struct {
+	s        *Store
+	name     string
+	opts     IngestOptions
+	streams  map[frames.StreamID]*ingestStream
+	order    []*ingestStream
+	buffered int       // bytes buffered
+	since    time.Time // when the oldest pending thing was buffered
+	pending  bool
+	rep      IngestReport
+	errs     []error
+}
+
+// ingestRun is a run of entries of the input, read by the reading
+// goroutine, followed by err: a *CorruptError (reading goes on), io.EOF
+// or a read error (final).
+type ingestRun struct {
+	entries []Entry
+	err     error
+}
+
+// ingestCounter counts the bytes read through it.
+type ingestCounter struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *ingestCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// Ingest reads a DSS capture from r (a file, or a live pipe read as it
+// comes; name names it in reports) and stores its frames. Frames are
+// buffered per stream and committed when IngestOptions.CommitBytes are
+// buffered, when IngestOptions.CommitInterval has passed with something
+// buffered, at each StreamEnded record, and at the end of input.
+//
+// A commit takes the store's lock (waiting for another storeIngest's commit)
+// and, per stream: sorts the batch by position (stable: the first copy
+// wins), collapses duplicates within it, compares it with the frames
+// already stored at those positions (reading only the chunks whose range
+// overlaps the batch's), drops identical copies (Duplicates) and refuses
+// different ones (Conflicts, each told to Warn as a *FrameConflictError;
+// the stored frame stays), drops frames below the stream's trim horizon
+// (Trimmed), and writes the new frames as one chunk with the stream's
+// descriptor and full catalog (see [Store], "Commits and crashes"). Only
+// then is IngestOptions.Acked called. Ingest is thus idempotent (the
+// same capture twice stores nothing new) and order-independent (any
+// arrival order of any cut of a stream stores the same frames).
+//
+// A channel declaration that conflicts with the store's catalog of its
+// stream, or with the input's own earlier one (same id, other descriptor;
+// or a name given to two ids), is an error for that stream: its frames in
+// this input are not stored, the other streams' are, and the error is
+// returned at the end, joined with any other (it matches
+// catalogfile.ErrConflict). Damage in the input is told to Warn with its
+// byte range; the good frames around it are stored and
+// IngestReport.Damaged is set.
+//
+// When ctx ends, Ingest commits what it holds and returns ctx.Err(): the
+// rest of the input may be ingested later (again from its start: what is
+// stored already is a duplicate). A failed commit (an I/O error) ends
+// Ingest with that error; what earlier commits stored stays. Ingest does
+// not close r; when it returns before r's end (ctx, an error), the
+// goroutine reading r stops at its next read.
+func (s *Store) Ingest(ctx context.Context, name string, r io.Reader, opts IngestOptions) (IngestReport, error) {
+	if opts.CommitInterval <= 0 {
+		opts.CommitInterval = DefaultCommitInterval
+	}
+	if opts.CommitBytes <= 0 {
+		opts.CommitBytes = DefaultCommitBytes
+	}
+	in := &storeIngest{s: s, name: name, opts: opts, streams: make(map[frames.StreamID]*ingestStream)}
+	cr := &ingestCounter{r: r}
+	batches := make(chan ingestRun, 4)
+	stop := make(chan struct{})
+	defer close(stop)
+	go ingestRead(cr, batches, stop)
+
+	tick := max(opts.CommitInterval/4, time.Millisecond)
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	lastOffset := int64(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return in.finish(lastOffset, ctx.Err())
+		case <-ticker.C:
+			if in.pending && time.Since(in.since) >= opts.CommitInterval {
+				if err := in.commit(lastOffset); err != nil {
+					return in.rep, err
+				}
+			}
+		case b := <-batches:
+			for i := range b.entries {
+				e := &b.entries[i]
+				lastOffset = e.Offset
+				commitNow := in.add(e)
+				if commitNow || in.buffered >= opts.CommitBytes {
+					if err := in.commit(lastOffset); err != nil {
+						return in.rep, err
+					}
+				}
+			}
+			var ce *CorruptError
+			switch {
+			case b.err == nil:
+			case errors.As(b.err, &ce):
+				in.rep.Damaged = true
+				in.warn(fmt.Errorf("%s: %w", name, ingestDamage(ce)))
+			case b.err == io.EOF:
+				return in.finish(cr.n.Load(), nil)
+			default:
+				return in.finish(lastOffset, fmt.Errorf("%s: %w", name, b.err))
+			}
+		}
+	}
+}
+
+// ingestDamage says what a damaged range of an input is.
+func ingestDamage(ce *CorruptError) error {
+	if errors.Is(ce, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("torn tail at byte %d (the writer stopped mid-record): %w", ce.Offset, ce)
+	}
+	return fmt.Errorf("bytes %d–%d unreadable, skipped: %w", ce.Offset, ce.End-1, ce)
+}
+
+// ingestRead reads entries from r and sends them in runs: a run ends when
+// it is 256 entries long, when the reader would wait for input, and at
+// damage or the end. It stops when stop is closed.
+func ingestRead(r io.Reader, out chan<- ingestRun, stop <-chan struct{}) {
+	rd := NewReader(r, ReaderOptions{SkipSummaries: true})
+	var run []Entry
+	send := func(b ingestRun) bool {
+		select {
+		case out <- b:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	for {
+		e, err := rd.Next()
+		if err == nil {
+			run = append(run, e)
+			if len(run) >= 256 || rd.Buffered() == 0 {
+				if !send(ingestRun{entries: run}) {
+					return
+				}
+				run = nil
+			}
+			continue
+		}
+		if !send(ingestRun{entries: run, err: err}) {
+			return
+		}
+		run = nil
+		var ce *CorruptError
+		if !errors.As(err, &ce) {
+			return // io.EOF or a sticky error
+		}
+	}
+}
+
+func (in *storeIngest) warn(err error) {
+	if in.opts.Warn != nil {
+		in.opts.Warn(err)
+	}
+}
+
+func (in *storeIngest) stream(id frames.StreamID) *ingestStream {
+	st := in.streams[id]
+	if st == nil {
+		st = &ingestStream{id: id, desc: frames.StreamDescriptor{Stream: id}, cat: catalogfile.New()}
+		in.streams[id] = st
+		in.order = append(in.order, st)
+	}
+	return st
+}
+
+// markPending notes that something awaits a commit.
+func (in *storeIngest) markPending() {
+	if !in.pending {
+		in.pending, in.since = true, time.Now()
+	}
+}
+
+// add takes one entry of the input. It reports whether a commit is due
+// at once (a StreamEnded record).
+func (in *storeIngest) add(e *Entry) bool {
+	switch e.Kind {
+	case EntrySegment:
+		st := in.stream(e.Stream)
+		st.desc = e.Header.Stream
+		_, known := st.cat.Stream(st.id)
+		in.declare(st, !known, func() error { return st.cat.AddStream(e.Header.Stream, in.name) })
+		for _, d := range e.Header.Channels {
+			_, known := st.cat.Lookup(st.id, d.ID)
+			in.declare(st, !known, func() error { return st.cat.AddChannel(d, in.name) })
+		}
+	case EntryChannel:
+		st := in.stream(e.Stream)
+		_, known := st.cat.Lookup(st.id, e.Channel.ID)
+		in.declare(st, !known, func() error { return st.cat.AddChannel(*e.Channel, in.name) })
+	case EntryFrame:
+		st := in.stream(e.Stream)
+		if st.refused != nil {
+			return false
+		}
+		st.batch = append(st.batch, e.Frame)
+		in.buffered += len(e.Frame.Payload) + ingestFrameOverhead
+		in.markPending()
+	case EntryStreamEnded:
+		st := in.stream(e.Stream)
+		if st.refused != nil {
+			return false
+		}
+		st.ended = true
+		in.markPending()
+		return true
+	case EntryTrimmed:
+		st := in.stream(e.Stream)
+		st.horizon = max(st.horizon, e.Frame.Position)
+	}
+	return false
+}
+
+// declare applies a declaration of the input to st's catalog (isNew: of
+// a stream or channel id it did not hold); a conflict refuses the stream.
+func (in *storeIngest) declare(st *ingestStream, isNew bool, add func() error) {
+	if st.refused != nil {
+		return
+	}
+	if err := add(); err != nil {
+		in.refuse(st, &refusedError{in.name, st.id, err})
+		return
+	}
+	if isNew {
+		st.catChanged = true
+		in.markPending()
+	}
+}
+
+// refusedError is a stream of an input that Ingest does not store: its
+// catalog conflicts (Err, a *catalogfile.ConflictError or several joined).
+// Its text is one line.
+type refusedError struct {
+	input  string
+	stream frames.StreamID
+	err    error
+}
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("%s: stream %s: not stored: %s", e.input, e.stream, strings.ReplaceAll(e.err.Error(), "\n", "; "))
+}
+
+func (e *refusedError) Unwrap() error { return e.err }
+
+func (in *storeIngest) refuse(st *ingestStream, err error) {
+	st.refused = err
+	st.batch, st.ended, st.catChanged = nil, false, false
+	in.errs = append(in.errs, err)
+}
+
+// storeCatalogText returns c in the catalog file format.
+func storeCatalogText(c *catalogfile.Catalog) []byte {
+	var b bytes.Buffer
+	c.WriteTo(&b)
+	return b.Bytes()
+}
+
+// saveIndexes writes the stream.json index of every stream this ingest
+// wrote chunks to and whose index lacks some, under the store's lock.
+func (in *storeIngest) saveIndexes() error {
+	var todo []*ingestStream
+	for _, st := range in.order {
+		if len(st.chunks) > 0 {
+			todo = append(todo, st)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if err := in.s.lock(); err != nil {
+		return err
+	}
+	defer in.s.unlock()
+	for _, st := range todo {
+		state, err := loadStoredStream(in.s.streamDir(st.id), st.chunks)
+		if err != nil {
+			return err
+		}
+		if state.stale {
+			if err := in.s.saveMeta(state); err != nil {
+				return err
+			}
+		}
+		st.chunks = nil
+	}
+	return nil
+}
+
+// finish ends an ingest: it commits what is pending (offset is
+// Commit.Offset), writes the indexes, and returns the report and err
+// joined with the streams' errors.
+func (in *storeIngest) finish(offset int64, err error) (IngestReport, error) {
+	if cerr := in.commit(offset); cerr != nil {
+		return in.rep, cerr
+	}
+	if ierr := in.saveIndexes(); ierr != nil {
+		return in.rep, ierr
+	}
+	return in.rep, errors.Join(append(in.errs, err)...)
+}
+
+// commit stores what is pending, under the store's lock, then calls
+// Acked. offset is Commit.Offset.
+func (in *storeIngest) commit(offset int64) error {
+	if !in.pending {
+		return nil
+	}
+	c := Commit{Input: in.name, Offset: offset}
+	if err := in.s.lock(); err != nil {
+		return err
+	}
+	var pend []*pendingChunk
+	fail := func(err error) error {
+		for _, pc := range pend {
+			pc.discard()
+		}
+		in.s.unlock()
+		return err
+	}
+	var done []*ingestStream
+	for _, st := range in.order {
+		if !st.pending() {
+			continue
+		}
+		changed, pc, err := in.s.commitStream(st, in.name, &c, in.warn)
+		var ce *catalogfile.ConflictError
+		if errors.As(err, &ce) {
+			in.refuse(st, &refusedError{in.name, st.id, err})
+			continue
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if pc != nil {
+			pend = append(pend, pc)
+		}
+		if changed {
+			c.Streams = append(c.Streams, st.id)
+		}
+		done = append(done, st)
+	}
+	// The chunks of all streams are synced at once: concurrent syncs
+	// share the file system's journal commits.
+	if err := syncChunks(pend); err != nil {
+		return fail(err)
+	}
+	for i, pc := range pend {
+		if err := in.s.installChunk(pc, &c); err != nil {
+			pend = pend[i+1:]
+			return fail(err)
+		}
+	}
+	for _, st := range done {
+		st.batch, st.ended, st.catChanged = nil, false, false
+	}
+	in.s.unlock()
+	in.buffered, in.pending = 0, false
+	in.rep.Frames += c.Frames
+	in.rep.Duplicates += c.Duplicates
+	in.rep.Conflicts += c.Conflicts
+	in.rep.Trimmed += c.Trimmed
+	in.rep.Commits++
+	if in.opts.Acked != nil {
+		in.opts.Acked(c)
+	}
+	return nil
+}
+
+// commitStream prepares the commit of one stream's pending batch (see
+// Ingest): it writes the stream's catalog and descriptor if they are new,
+// and its new frames to a temporary chunk file, not yet synced, which
+// installChunk puts in place. It reports whether it changes the stream.
+// The caller holds the lock. A catalog conflict is a
+// *catalogfile.ConflictError, and changes nothing.
+func (s *Store) commitStream(st *ingestStream, input string, c *Commit, warn func(error)) (bool, *pendingChunk, error) {
+	dir := s.streamDir(st.id)
+	state, err := loadStoredStream(dir, st.chunks)
+	isNew := errors.Is(err, fs.ErrNotExist)
+	switch {
+	case isNew:
+		state = &storedStream{dir: dir, meta: &storeMeta{Descriptor: st.desc}, index: make(map[string]storeChunkMeta)}
+	case err != nil:
+		return false, nil, err
+	case state.meta.Descriptor.Stream != st.id:
+		return false, nil, fmt.Errorf("%w: the directory of %s holds %s (in %s)", ErrStoreFormat, st.id, state.meta.Descriptor.Stream, dir)
+	}
+	cat, err := storeReadCatalog(dir)
+	if err != nil {
+		return false, nil, err
+	}
+	if !isNew {
+		if _, ok := cat.Stream(st.id); !ok {
+			cat.AddStream(state.meta.Descriptor, "") // a catalog.json lost: the stored descriptor rules
+		}
+	}
+	oldCat := storeCatalogText(cat)
+	if err := cat.Merge(st.cat); err != nil {
+		return false, nil, err
+	}
+	newCat := storeCatalogText(cat)
+	catChanged := !bytes.Equal(oldCat, newCat)
+	if e, ok := cat.Stream(st.id); ok && e.Declared {
+		state.meta.Descriptor = e.Descriptor
+	}
+
+	keep := s.newFrames(state, st, input, c, warn)
+	if keep.err != nil {
+		// A stored chunk that cannot be read: its frames cannot be told
+		// from new ones, and storing them again would duplicate them.
+		return false, nil, keep.err
+	}
+	writeEnded := st.ended && !state.ended()
+
+	if isNew {
+		if err := os.MkdirAll(filepath.Join(dir, streamChunks), 0o755); err != nil {
+			return false, nil, fmt.Errorf("segments: store: %w", err)
+		}
+		storeSyncDir(filepath.Join(s.dir, storeStreams))
+		storeSyncDir(dir)
+	}
+	if catChanged || isNew {
+		if err := s.writeFileAtomic(filepath.Join(dir, streamCatalogFile), newCat); err != nil {
+			return false, nil, err
+		}
+	}
+	if isNew {
+		if err := s.saveMeta(state); err != nil {
+			return false, nil, err
+		}
+	}
+	if len(keep.frames) == 0 && !writeEnded {
+		return isNew || catChanged, nil, nil
+	}
+	var channels []frames.ChannelDescriptor
+	for _, ch := range cat.Channels(st.id) {
+		channels = append(channels, ch.Descriptor)
+	}
+	pc, err := s.writeChunk(state, channels, keep.frames, writeEnded)
+	if err != nil {
+		return false, nil, err
+	}
+	pc.st = st
+	return true, pc, nil
+}
+
+// newBatch is the part of a batch that a commit stores.
+type newBatch struct {
+	frames []frames.Frame
+	err    error // a stored chunk could not be read
+}
+
+// newFrames sorts st's batch by position and returns the frames not yet
+// stored, counting the others in c and telling Warn of conflicts.
+func (s *Store) newFrames(state *storedStream, st *ingestStream, input string, c *Commit, warn func(error)) newBatch {
+	horizon := max(state.horizon, st.horizon)
+	batch := st.batch[:0:0]
+	for _, f := range st.batch {
+		if f.Position < horizon {
+			c.Trimmed++
+			continue
+		}
+		batch = append(batch, f)
+	}
+	slices.SortStableFunc(batch, func(a, b frames.Frame) int { return cmp.Compare(a.Position, b.Position) })
+	conflict := func(f frames.Frame) {
+		c.Conflicts++
+		if warn != nil {
+			warn(&FrameConflictError{Input: input, Stream: st.id, Position: f.Position, Channel: f.Channel, Bytes: len(f.Payload)})
+		}
+	}
+	// Copies within the batch: the first stays.
+	uniq := batch[:0]
+	for _, f := range batch {
+		if n := len(uniq); n > 0 && uniq[n-1].Position == f.Position {
+			if storeSameFrame(uniq[n-1], f) {
+				c.Duplicates++
+			} else {
+				conflict(f)
+			}
+			continue
+		}
+		uniq = append(uniq, f)
+	}
+	batch = uniq
+	if len(batch) == 0 {
+		return newBatch{}
+	}
+	// Copies of stored frames: read the chunks whose range overlaps.
+	lo, hi := batch[0].Position, batch[len(batch)-1].Position
+	stored := make([]bool, len(batch))
+	for _, ch := range state.chunks {
+		if ch.empty || ch.first > hi || ch.last < lo {
+			continue
+		}
+		err := storeReadChunk(state.chunkPath(ch), func(e *Entry) {
+			if e.Kind != EntryFrame {
+				return
+			}
+			i, found := slices.BinarySearchFunc(batch, e.Frame.Position, func(f frames.Frame, p frames.Position) int { return cmp.Compare(f.Position, p) })
+			if !found || stored[i] {
+				return
+			}
+			stored[i] = true
+			if storeSameFrame(batch[i], e.Frame) {
+				c.Duplicates++
+			} else {
+				conflict(batch[i])
+			}
+		})
+		if err != nil {
+			return newBatch{err: err}
+		}
+	}
+	out := batch[:0]
+	for i, f := range batch {
+		if !stored[i] {
+			out = append(out, f)
+		}
+	}
+	return newBatch{frames: out}
+}
+
+func storeSameFrame(a, b frames.Frame) bool {
+	return a.Channel == b.Channel && bytes.Equal(a.Payload, b.Payload)
+}
+
+// pendingChunk is a chunk written to a temporary file by a commit, not
+// yet synced nor in place.
+type pendingChunk struct {
+	st     *ingestStream
+	state  *storedStream
+	cf     storeChunk
+	tmp    *os.File
+	frames uint64
+	ended  bool
+}
+
+// discard removes the temporary file.
+func (pc *pendingChunk) discard() {
+	if pc.tmp != nil {
+		pc.tmp.Close()
+		os.Remove(pc.tmp.Name())
+		pc.tmp = nil
+	}
+}
+
+// writeChunk writes frames (in position order) as a new chunk of the
+// stream to a temporary file in STORE/tmp, not synced: ended adds the
+// StreamEnded record; with no frames the chunk is an end chunk. The
+// caller holds the lock, and syncs (syncChunks) and installs
+// (installChunk) or discards the chunk.
+func (s *Store) writeChunk(state *storedStream, channels []frames.ChannelDescriptor, frs []frames.Frame, ended bool) (*pendingChunk, error) {
+	pc := &pendingChunk{state: state, frames: uint64(len(frs)), ended: ended}
+	if len(frs) == 0 {
+		pc.cf = storeChunk{empty: true}
+	} else {
+		pc.cf = storeChunk{first: frs[0].Position, last: frs[len(frs)-1].Position}
+	}
+	var err error
+	if pc.cf.name, err = storeChunkName(pc.cf.first, pc.cf.last, pc.cf.empty); err != nil {
+		return nil, err
+	}
+	if pc.tmp, err = os.CreateTemp(filepath.Join(s.dir, storeTmp), "chunk-*.tmp"); err != nil {
+		return nil, fmt.Errorf("segments: store: %w", err)
+	}
+	// The Writer buffers: it writes in pieces of 1 MiB.
+	w, err := NewWriter(pc.tmp, state.meta.Descriptor, channels, WriterOptions{Compression: CompressZstd, WriterID: storeWriterID})
+	for i := 0; err == nil && i < len(frs); i++ {
+		err = w.WriteFrame(frs[i])
+	}
+	if err == nil && ended {
+		err = w.Close()
+	} else if err == nil {
+		err = w.EndSegment()
+	}
+	if err != nil {
+		pc.discard()
+		return nil, fmt.Errorf("segments: store: write chunk of %s: %w", state.meta.Descriptor.Stream, err)
+	}
+	return pc, nil
+}
+
+// syncChunks syncs and closes the temporary files of chunks, all at once.
+// On error the files stay for the caller to discard.
+func syncChunks(pend []*pendingChunk) error {
+	errs := make([]error, len(pend))
+	var wg sync.WaitGroup
+	for i, pc := range pend {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := pc.tmp.Sync(); err != nil {
+				errs[i] = fmt.Errorf("segments: store: sync chunk of %s: %w", pc.state.meta.Descriptor.Stream, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// installChunk renames a synced chunk into its stream's chunks/, syncs
+// the directory, and records the chunk in the stream's index (written
+// every storeIndexEvery chunks, and when it holds the stream's end). The
+// caller holds the lock.
+func (s *Store) installChunk(pc *pendingChunk, c *Commit) error {
+	state, st := pc.state, pc.st
+	if err := pc.tmp.Close(); err != nil {
+		return fmt.Errorf("segments: store: %w", err)
+	}
+	chunks := filepath.Join(state.dir, streamChunks)
+	if err := os.Rename(pc.tmp.Name(), filepath.Join(chunks, pc.cf.name)); err != nil {
+		return fmt.Errorf("segments: store: %w", err)
+	}
+	pc.tmp = nil
+	storeSyncDir(chunks)
+	state.chunks = append(state.chunks, pc.cf)
+	slices.SortFunc(state.chunks, func(a, b storeChunk) int { return cmp.Compare(a.name, b.name) })
+	cm := storeChunkMeta{Name: pc.cf.name, Frames: pc.frames, Ended: pc.ended}
+	state.index[pc.cf.name] = cm
+	if st.chunks == nil {
+		st.chunks = make(map[string]storeChunkMeta)
+	}
+	st.chunks[pc.cf.name] = cm
+	state.stale = true
+	state.unindexed++
+	c.Frames += pc.frames
+	if pc.ended {
+		state.meta.Ended = true
+	}
+	if pc.ended || state.unindexed >= storeIndexEvery {
+		return s.saveMeta(state)
+	}
+	return nil
+}
