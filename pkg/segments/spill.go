@@ -86,7 +86,6 @@ func (a *Assembler) spillAll() {
 	}
 	var secs []section
 	var off int64
-	var hdr [spillRecordHeader]byte
 	for _, st := range a.holders {
 		hs := st.held
 		slices.SortFunc(hs.pending, func(x, y heldFrame) int {
@@ -100,15 +99,7 @@ func (a *Assembler) spillAll() {
 		})
 		start := off
 		for i := range hs.pending {
-			x := &hs.pending[i]
-			binary.LittleEndian.PutUint64(hdr[0:], uint64(x.f.Position))
-			binary.LittleEndian.PutUint64(hdr[8:], x.seq)
-			binary.LittleEndian.PutUint64(hdr[16:], x.hash)
-			binary.LittleEndian.PutUint32(hdr[24:], uint32(x.f.Channel))
-			binary.LittleEndian.PutUint32(hdr[28:], uint32(len(x.f.Payload)))
-			w.Write(hdr[:])
-			w.Write(x.f.Payload)
-			off += spillRecordHeader + int64(len(x.f.Payload))
+			off += writeSpillRecord(w, &hs.pending[i])
 		}
 		secs = append(secs, section{st, start, off})
 	}
@@ -193,7 +184,6 @@ func (a *Assembler) compactSpill(sel []*spillFile, level int) {
 	}
 	var out []merged
 	var off int64
-	var hdr [spillRecordHeader]byte
 	for _, st := range a.order {
 		hs := st.held
 		if hs == nil || len(hs.runs) == 0 {
@@ -225,14 +215,7 @@ func (a *Assembler) compactSpill(sel []*spillFile, level int) {
 				f.Close()
 				return
 			}
-			binary.LittleEndian.PutUint64(hdr[0:], uint64(x.f.Position))
-			binary.LittleEndian.PutUint64(hdr[8:], x.seq)
-			binary.LittleEndian.PutUint64(hdr[16:], x.hash)
-			binary.LittleEndian.PutUint32(hdr[24:], uint32(x.f.Channel))
-			binary.LittleEndian.PutUint32(hdr[28:], uint32(len(x.f.Payload)))
-			w.Write(hdr[:])
-			w.Write(x.f.Payload)
-			off += spillRecordHeader + int64(len(x.f.Payload))
+			off += writeSpillRecord(w, &x)
 		}
 		out = append(out, merged{hs, start, off})
 	}
@@ -252,6 +235,20 @@ func (a *Assembler) compactSpill(sel []*spillFile, level int) {
 	if file.runs == 0 {
 		sp.closeFile(file)
 	}
+}
+
+// writeSpillRecord writes x as a spill record and returns its size. A
+// write error is kept by w, for its Flush.
+func writeSpillRecord(w *bufio.Writer, x *heldFrame) int64 {
+	var hdr [spillRecordHeader]byte
+	binary.LittleEndian.PutUint64(hdr[0:], uint64(x.f.Position))
+	binary.LittleEndian.PutUint64(hdr[8:], x.seq)
+	binary.LittleEndian.PutUint64(hdr[16:], x.hash)
+	binary.LittleEndian.PutUint32(hdr[24:], uint32(x.f.Channel))
+	binary.LittleEndian.PutUint32(hdr[28:], uint32(len(x.f.Payload)))
+	w.Write(hdr[:])
+	w.Write(x.f.Payload)
+	return spillRecordHeader + int64(len(x.f.Payload))
 }
 
 // read returns n bytes of r's file at off, valid until the next read.

@@ -767,12 +767,10 @@ type StoreStream struct {
 	Ended  bool   // its StreamEnded record was stored
 }
 
-// Streams returns the streams of the store, sorted by (node, life). It
-// reads the store's files without its lock, so it may run beside an
-// ingest or a trim and see the state before or after each change. A
-// stream directory without stream.json (a commit that died before
-// writing one) is left out. Errors name the file that does not read.
-func (s *Store) Streams() ([]StoreStream, error) {
+// storedStreams loads every stream directory of the store, in directory
+// order, leaving out those without stream.json (a commit that died before
+// writing one).
+func (s *Store) storedStreams() ([]*storedStream, error) {
 	root := filepath.Join(s.dir, storeStreams)
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -781,7 +779,7 @@ func (s *Store) Streams() ([]StoreStream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("segments: store: %w", err)
 	}
-	var out []StoreStream
+	var out []*storedStream
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
@@ -793,6 +791,23 @@ func (s *Store) Streams() ([]StoreStream, error) {
 		if err != nil {
 			return nil, err
 		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Streams returns the streams of the store, sorted by (node, life). It
+// reads the store's files without its lock, so it may run beside an
+// ingest or a trim and see the state before or after each change. A
+// stream directory without stream.json (a commit that died before
+// writing one) is left out. Errors name the file that does not read.
+func (s *Store) Streams() ([]StoreStream, error) {
+	stored, err := s.storedStreams()
+	if err != nil {
+		return nil, err
+	}
+	var out []StoreStream
+	for _, st := range stored {
 		ss, err := st.describe()
 		if err != nil {
 			return nil, err

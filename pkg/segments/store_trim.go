@@ -238,24 +238,13 @@ func (s *Store) planBytes(keep int64) ([]TrimReport, error) {
 		chunks  []chunk // with frames, by first position
 		moved   bool
 	}
-	root := filepath.Join(s.dir, storeStreams)
-	entries, err := os.ReadDir(root)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("segments: store: %w", err)
+	stored, err := s.storedStreams()
+	if err != nil {
+		return nil, err
 	}
 	var streams []*stream
 	var total int64
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		st, err := loadStoredStream(filepath.Join(root, e.Name()), nil)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
+	for _, st := range stored {
 		sm := &stream{id: st.meta.Descriptor.Stream, horizon: st.horizon}
 		for _, c := range st.chunks {
 			fi, err := os.Stat(st.chunkPath(c))

@@ -126,9 +126,35 @@ func detect(br *bufio.Reader) (InputFormat, []byte, error) {
 	case err != nil:
 		return 0, nil, err
 	case !ok:
+		if damagedDSS(br) {
+			return InputDSS, nil, nil
+		}
 		return 0, nil, ErrNotCapture
 	}
 	return InputLegacy, first, nil
+}
+
+// damagedDSS reports whether br holds a DSS capture whose first bytes are
+// damaged: a magic with at most two bytes wrong at its start (a flipped
+// bit), or a whole one further into what can be peeked (garbage before
+// it, a head cut inside a record). The segment reader then reports the
+// damaged range and reads on, as for damage anywhere else: a flipped bit
+// never costs the frames around it.
+func damagedDSS(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Size())
+	magic := []byte(segments.Magic)
+	if len(b) >= len(magic) {
+		wrong := 0
+		for i := range magic {
+			if b[i] != magic[i] {
+				wrong++
+			}
+		}
+		if wrong <= 2 {
+			return true
+		}
+	}
+	return bytes.Contains(b, magic)
 }
 
 // firstLegacy checks that br starts with a plausible legacy envelope (see
