@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strconv"
@@ -113,13 +115,25 @@ func ingestAction(ctx context.Context, c *cli.Command) error {
 	root := c.Root()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	_, statErr := os.Stat(args[0])
+	created := errors.Is(statErr, fs.ErrNotExist)
 	st, err := segments.CreateStore(args[0])
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+
 	opts := segments.IngestOptions{CommitBytes: int(commitBytes), CommitInterval: interval}
-	return runIngest(ctx, st, args[1:], root.Reader, root.Writer, root.ErrWriter, opts)
+	err = runIngest(ctx, st, args[1:], root.Reader, root.Writer, root.ErrWriter, opts)
+	if created && err != nil {
+		// A store this run made and that failed before storing anything
+		// (every input refused) is not left behind.
+		if streams, serr := st.Streams(); serr == nil && len(streams) == 0 {
+			st.Close()
+			os.RemoveAll(args[0])
+		}
+	}
+	return err
 }
 
 // runIngest stores each input in st, printing its lines (see ds ingest
@@ -200,9 +214,15 @@ func runIngest(ctx context.Context, st *segments.Store, names []string, stdin io
 // ingestFormatError is an input file of a format that the views read but
 // ds ingest does not store (a DSQ1 stream, legacy envelopes): exit 2, as
 // for a file that is no capture.
-type ingestFormatError struct{ name string }
+type ingestFormatError struct {
+	name  string
+	other bool // a format the views read (DSQ1, legacy envelopes)
+}
 
 func (e *ingestFormatError) Error() string {
+	if !e.other {
+		return e.name + ": not a DSS capture (ds ingest stores DSS captures only)"
+	}
 	return e.name + ": not a DSS capture: ds ingest stores DSS captures only (ds log reads this file)"
 }
 
@@ -210,19 +230,11 @@ func (e *ingestFormatError) Unwrap() error { return views.ErrNotCapture }
 
 // ingestLine is the acknowledgement line of what was stored from input.
 func ingestLine(input string, stored, dups, conflicts, trimmed uint64) string {
-	line := fmt.Sprintf("%s: %s stored, %s, %s", ingestSafe(input), ingestPlural(stored, "frame"), ingestPlural(dups, "duplicate"), ingestPlural(conflicts, "conflict"))
+	line := fmt.Sprintf("%s: %s stored, %s, %s", ingestSafe(input), plural(stored, "frame"), plural(dups, "duplicate"), plural(conflicts, "conflict"))
 	if trimmed > 0 {
 		line += fmt.Sprintf(", %d below the trim horizon", trimmed)
 	}
 	return line
-}
-
-// ingestPlural returns "1 duplicate", "2 duplicates".
-func ingestPlural(n uint64, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return strconv.FormatUint(n, 10) + " " + what + "s"
 }
 
 // openIngestInput opens an input of ds ingest: "-" is stdin. A regular
@@ -232,7 +244,7 @@ func ingestPlural(n uint64, what string) string {
 // stored).
 func openIngestInput(name string, stdin io.Reader) (io.Reader, io.Closer, error) {
 	if name == "-" {
-		return stdin, nil, nil
+		return startsDSS(name, stdin, nil)
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -249,16 +261,49 @@ func openIngestInput(name string, stdin io.Reader) (io.Reader, io.Closer, error)
 	}
 	if fi.Mode().IsRegular() && fi.Size() > 0 {
 		format, err := views.Detect(io.NewSectionReader(f, 0, fi.Size()))
+		if errors.Is(err, views.ErrNotCapture) {
+			f.Close()
+			return nil, nil, &ingestFormatError{name: name}
+		}
 		if err != nil {
 			f.Close()
 			return nil, nil, inputError(name, err)
 		}
 		if format != views.InputDSS {
 			f.Close()
-			return nil, nil, &ingestFormatError{name}
+			return nil, nil, &ingestFormatError{name: name, other: true}
 		}
+		return f, f, nil
+	}
+	if !fi.Mode().IsRegular() {
+		return startsDSS(name, f, f) // a named pipe, a device: as stdin
 	}
 	return f, f, nil
+}
+
+// startsDSS checks that a live input (stdin, a pipe) starts as a DSS
+// capture does, reading its first 8 bytes only (a producer may be slow):
+// the segment magic, at most two bytes of it damaged, or nothing at all.
+// Anything else is no capture: exit 2, as for a file, not damage.
+func startsDSS(name string, r io.Reader, c io.Closer) (io.Reader, io.Closer, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	b, err := br.Peek(len(segments.Magic))
+	if len(b) == 0 && err == io.EOF {
+		return br, c, nil // empty: an empty capture
+	}
+	wrong := len(segments.Magic) - len(b)
+	for i := range b {
+		if b[i] != segments.Magic[i] {
+			wrong++
+		}
+	}
+	if wrong > 2 {
+		if c != nil {
+			c.Close()
+		}
+		return nil, nil, &ingestFormatError{name: name}
+	}
+	return br, c, nil
 }
 
 // ingestParseBytes parses a size in bytes: digits and an optional suffix

@@ -538,7 +538,8 @@ func (o *outcome) damage() {
 }
 
 // failedInput reports whether an input could not be read or was no
-// capture (exit 1 or 2): worse than anything but damage.
+// capture (exit 1 or 2): both rank above damage (3) in status's order,
+// 1 over 2 over 3.
 func (o *outcome) failedInput() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -68,7 +68,7 @@ cursor, and a consumer that has not read a stream at all needs all of it.
 
 Exit status: 0 on success (also when nothing was trimmed), 1 when the
 store cannot be read or written, names no such stream, or a consumer
-would be passed, 2 on a bad command line.`,
+would be passed, 2 on a bad command line or a STORE that is no store.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "before", Usage: "trim the frames below position `POS`, or before time TIME"},
 			&cli.StringFlag{Name: "keep-bytes", Usage: "trim the oldest chunk files until the store takes at most `N` bytes"},
@@ -136,6 +136,9 @@ func trimAction(ctx context.Context, c *cli.Command) error {
 		bound = &b
 	}
 	st, err := segments.OpenStore(args[0])
+	if errors.Is(err, segments.ErrNotStore) {
+		return usagef("%s is not a store (ds ingest makes one)", args[0])
+	}
 	if err != nil {
 		return err
 	}
@@ -214,9 +217,9 @@ func runTrim(st *segments.Store, opts trimOptions, bound *views.TimeBound, stdou
 			if rep, err = st.Trim(p.Stream, p.Before); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "%s: %s trimmed (below position %d), %s deleted\n", ingestSafe(rep.Stream.String()), ingestPlural(rep.Frames, "frame"), rep.Before, ingestPlural(uint64(rep.Files), "file"))
+			fmt.Fprintf(stdout, "%s: %s trimmed (below position %d), %s deleted\n", ingestSafe(rep.Stream.String()), plural(rep.Frames, "frame"), rep.Before, plural(uint64(rep.Files), "file"))
 		} else {
-			fmt.Fprintf(stdout, "%s: %s would be trimmed (below position %d), %s would be deleted\n", ingestSafe(rep.Stream.String()), ingestPlural(rep.Frames, "frame"), rep.Before, ingestPlural(uint64(rep.Files), "file"))
+			fmt.Fprintf(stdout, "%s: %s would be trimmed (below position %d), %s would be deleted\n", ingestSafe(rep.Stream.String()), plural(rep.Frames, "frame"), rep.Before, plural(uint64(rep.Files), "file"))
 		}
 	}
 	return nil
