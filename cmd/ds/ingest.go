@@ -291,13 +291,7 @@ func startsDSS(name string, r io.Reader, c io.Closer) (io.Reader, io.Closer, err
 	if len(b) == 0 && err == io.EOF {
 		return br, c, nil // empty: an empty capture
 	}
-	wrong := len(segments.Magic) - len(b)
-	for i := range b {
-		if b[i] != segments.Magic[i] {
-			wrong++
-		}
-	}
-	if wrong > 2 {
+	if !views.StartsLikeDSS(b) {
 		if c != nil {
 			c.Close()
 		}

@@ -13,6 +13,7 @@ package segments_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"runtime/debug"
@@ -664,22 +665,8 @@ func TestPropertyAssemblerSegments(t *testing.T) {
 				run.items[it.Stream] = append(run.items[it.Stream], propItem{kind: it.Kind, pos: it.Frame.Position, ch: it.Frame.Channel, data: string(it.Frame.Payload), gap: it.Gap})
 			})
 			defer a.Close()
-			r := segments.NewReader(bytes.NewReader(all), segments.ReaderOptions{})
-			var e segments.Entry
-			for {
-				err := r.NextView(&e)
-				if err != nil {
-					if err.Error() != "EOF" {
-						fail("reading the delivered segments: %v", err)
-					}
-					break
-				}
-				switch e.Kind {
-				case segments.EntrySegment:
-					a.Segment(e.Stream, e.Header.Seq)
-				case segments.EntryFrame:
-					a.Add(e.Stream, e.Frame)
-				}
+			if err := feedCapture(a, all); err != nil {
+				fail("reading the delivered segments: %v", err)
 			}
 			a.Flush()
 			if err := a.Err(); err != nil {
@@ -765,15 +752,8 @@ func TestPropertyLateBeyondHistory(t *testing.T) {
 		got = append(got, it.Frame.Position)
 	})
 	for _, part := range [][]byte{last, first} {
-		r := segments.NewReader(bytes.NewReader(part), segments.ReaderOptions{})
-		var e segments.Entry
-		for r.NextView(&e) == nil {
-			switch e.Kind {
-			case segments.EntrySegment:
-				a.Segment(e.Stream, e.Header.Seq)
-			case segments.EntryFrame:
-				a.Add(e.Stream, e.Frame)
-			}
+		if err := feedCapture(a, part); err != nil {
+			t.Fatal(err)
 		}
 	}
 	a.Flush()
@@ -800,5 +780,25 @@ func TestPropertyLateBeyondHistory(t *testing.T) {
 	}
 	if len(res.frames[s]) != n || rep.Frames != uint64(n) || rep.Duplicates != 0 || rep.Gaps != 0 || !res.ended[s] {
 		t.Fatalf("merge: %d of %d frames, report %+v, ended %v", len(res.frames[s]), n, rep, res.ended[s])
+	}
+}
+
+// feedCapture reads a capture's segment headers and frames into a, as a
+// view's sink does; it returns the first error of the reader but io.EOF.
+func feedCapture(a *segments.Assembler, capture []byte) error {
+	r := segments.NewReader(bytes.NewReader(capture), segments.ReaderOptions{})
+	var e segments.Entry
+	for {
+		if err := r.NextView(&e); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		switch e.Kind {
+		case segments.EntrySegment:
+			a.Segment(e.Stream, e.Header.Seq)
+		case segments.EntryFrame:
+			a.Add(e.Stream, e.Frame)
+		}
 	}
 }

@@ -127,6 +127,29 @@ func mergeFiles(files [][]byte, opts segments.MergeOptions) ([]byte, segments.Me
 // mergeOpts are the options of the merges of a case: the output's
 // segment ids drawn from seed, so that two merges can be compared byte
 // for byte.
+// mergedInAnotherOrder merges inputs again, shuffled, and says how the
+// result differs from res for the streams of world (frames, end, and with
+// headSeq the first sequence number): "" when it does not.
+func mergedInAnotherOrder(rng *rand.Rand, inputs [][]byte, opts segments.MergeOptions, res propRead, world []propStream, headSeq bool) string {
+	other := slices.Clone(inputs)
+	rng.Shuffle(len(other), func(i, j int) { other[i], other[j] = other[j], other[i] })
+	out2, _, err := mergeFiles(other, opts)
+	if err != nil {
+		return fmt.Sprintf("merge in another order: %v", err)
+	}
+	res2 := readCapture(out2)
+	for _, st := range world {
+		s := st.desc.Stream
+		if ok, diff := sameFrames(res2.frames[s], res.frames[s]); !ok {
+			return fmt.Sprintf("stream %s: merged in another order, the frames differ %s", s, diff)
+		}
+		if res2.ended[s] != res.ended[s] || headSeq && res2.headSeq[s] != res.headSeq[s] {
+			return fmt.Sprintf("stream %s: merged in another order, ended %v → %v, first sequence number %d → %d", s, res.ended[s], res2.ended[s], res.headSeq[s], res2.headSeq[s])
+		}
+	}
+	return ""
+}
+
 func mergeOpts(seed uint64, memory int, tmp string) segments.MergeOptions {
 	return segments.MergeOptions{
 		SegmentSize: 512, Memory: memory, TempDir: tmp,
@@ -295,21 +318,8 @@ func TestPropertyMergeSegments(t *testing.T) {
 		}
 
 		// Any order of the files.
-		other := slices.Clone(files)
-		rng.Shuffle(len(other), func(i, j int) { other[i], other[j] = other[j], other[i] })
-		out2, _, err := mergeFiles(other, mergeOpts(seed, propMemory(rng), tmp))
-		if err != nil {
-			fail("merge in another order: %v", err)
-		}
-		res2 := readCapture(out2)
-		for _, st := range world {
-			s := st.desc.Stream
-			if ok, diff := sameFrames(res2.frames[s], res.frames[s]); !ok {
-				fail("stream %s: merged in another order, the frames differ %s", s, diff)
-			}
-			if res2.ended[s] != res.ended[s] || res2.headSeq[s] != res.headSeq[s] {
-				fail("stream %s: merged in another order, ended %v → %v, first sequence number %d → %d", s, res.ended[s], res2.ended[s], res.headSeq[s], res2.headSeq[s])
-			}
+		if msg := mergedInAnotherOrder(rng, files, mergeOpts(seed, propMemory(rng), tmp), res, world, true); msg != "" {
+			fail("%s", msg)
 		}
 
 		if err := checkIdempotent(seed, tmp, out, total); err != nil {
@@ -432,21 +442,8 @@ func TestPropertyMergeCuts(t *testing.T) {
 		if rep.Damaged != damaged {
 			fail("report says damaged %v; reading the pieces, %v", rep.Damaged, damaged)
 		}
-		other := slices.Clone(inputs)
-		rng.Shuffle(len(other), func(i, j int) { other[i], other[j] = other[j], other[i] })
-		out2, _, err := mergeFiles(other, mergeOpts(seed, propMemory(rng), tmp))
-		if err != nil {
-			fail("merge in another order: %v", err)
-		}
-		res2 := readCapture(out2)
-		for _, st := range world {
-			s := st.desc.Stream
-			if ok, diff := sameFrames(res2.frames[s], res.frames[s]); !ok {
-				fail("stream %s: merged in another order, the frames differ %s", s, diff)
-			}
-			if res2.ended[s] != res.ended[s] {
-				fail("stream %s: merged in another order, ended %v → %v", s, res.ended[s], res2.ended[s])
-			}
+		if msg := mergedInAnotherOrder(rng, inputs, mergeOpts(seed, propMemory(rng), tmp), res, world, false); msg != "" {
+			fail("%s", msg)
 		}
 		if err := checkIdempotent(seed, tmp, out, rep.Frames); err != nil {
 			fail("%v", err)

@@ -142,19 +142,23 @@ func detect(br *bufio.Reader) (InputFormat, []byte, error) {
 // never costs the frames around it.
 func damagedDSS(br *bufio.Reader) bool {
 	b, _ := br.Peek(br.Size())
-	magic := []byte(segments.Magic)
-	if len(b) >= len(magic) {
-		wrong := 0
-		for i := range magic {
-			if b[i] != magic[i] {
-				wrong++
-			}
-		}
-		if wrong <= 2 {
-			return true
+	return StartsLikeDSS(b) || bytes.Contains(b, []byte(segments.Magic))
+}
+
+// StartsLikeDSS reports whether b, the first bytes of an input, start as
+// a DSS capture does: the segment magic with at most two of its 8 bytes
+// wrong (a flipped bit is damage, for the segment reader to report, not
+// another format). A b shorter than the magic counts its missing bytes as
+// wrong.
+func StartsLikeDSS(b []byte) bool {
+	magic := segments.Magic
+	wrong := max(0, len(magic)-len(b))
+	for i := range min(len(b), len(magic)) {
+		if b[i] != magic[i] {
+			wrong++
 		}
 	}
-	return bytes.Contains(b, magic)
+	return wrong <= 2
 }
 
 // firstLegacy checks that br starts with a plausible legacy envelope (see

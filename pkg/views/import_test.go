@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/wireformat"
 )
 
@@ -400,3 +401,35 @@ type damageOnly struct {
 }
 
 func (d *damageOnly) Damage(offset, end int64, torn bool, err error) { d.f(offset, end, torn, err) }
+
+// A DSS magic with at most two bytes wrong starts like DSS (a flipped
+// bit is damage); anything further off, or too short, does not.
+func TestStartsLikeDSS(t *testing.T) {
+	magic := []byte(segments.Magic)
+	flip := func(idx ...int) []byte {
+		b := append([]byte(nil), magic...)
+		for _, i := range idx {
+			b[i] ^= 0x10
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want bool
+	}{
+		{"magic", magic, true},
+		{"magic and more", append(append([]byte(nil), magic...), "xyz"...), true},
+		{"one byte wrong", flip(3), true},
+		{"two bytes wrong", flip(0, 7), true},
+		{"three bytes wrong", flip(0, 3, 7), false},
+		{"text", []byte("hello world\n"), false},
+		{"six bytes of it", magic[:6], true},
+		{"five bytes of it", magic[:5], false},
+		{"empty", nil, false},
+	} {
+		if got := StartsLikeDSS(tc.b); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
