@@ -47,6 +47,11 @@ type captureOptions struct {
 	// …"). Empty: the error is not reported at once (the command stops
 	// soon and reports it itself).
 	FailNote string
+	// Poll is how often the capture loop looks for pending frames
+	// between flushes (0: every busyPoll, to drain a fast producer
+	// early). A producer of few frames (ds host) sets it to Flush, so
+	// that the loop wakes only to flush.
+	Poll time.Duration
 	// Setup, when set, registers the producer's channels on the endpoint
 	// before the writer starts, so that the first segment header names
 	// them (ds emit's one channel).
@@ -71,6 +76,10 @@ type capture struct {
 	keeps    keepPolicy
 	failNote string        // captureOptions.FailNote
 	failed   chan struct{} // closed at the first write error (EPIPE included)
+	kicked   chan struct{} // Kick: drain now
+	// compressed: blocks are zstd, so a Kick drains and writes but
+	// flushes (compresses a block) only at the flush interval.
+	compressed bool
 }
 
 // keepPolicy says which frames the segment summaries of a capture keep a
@@ -213,7 +222,7 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 	if o.Flush <= 0 {
 		return nil, usagef("--flush must be positive")
 	}
-	c := &capture{stderr: stderr, sync: o.Sync, stop: make(chan struct{}), done: make(chan error, 1), failNote: o.FailNote, failed: make(chan struct{})}
+	c := &capture{stderr: stderr, sync: o.Sync, stop: make(chan struct{}), done: make(chan error, 1), failNote: o.FailNote, failed: make(chan struct{}), kicked: make(chan struct{}, 1)}
 	c.busy = min(busyFrames, max(1, o.Queue/2))
 	var w io.Writer
 	if o.Output == "-" {
@@ -279,6 +288,7 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 	for _, d := range c.endpoint.Catalog() {
 		c.keeps.declare(d)
 	}
+	c.compressed = comp == segments.CompressZstd
 	c.w, err = segments.NewWriter(w, desc, c.endpoint.Catalog(), segments.WriterOptions{
 		Compression: comp, WriterID: "ds " + dsVersion(),
 		Keep: func(ch frames.ChannelID, payload []byte) segments.Keep { return c.keeps.keep(ch, payload) },
@@ -298,7 +308,7 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 	// is lost). Every later frame is in a batch of its own clock record.
 	c.endpoint.SubmitHealth()
 	c.endpoint.Tick()
-	go c.loop(o.Flush)
+	go c.loop(o.Flush, o.Poll)
 	return c, nil
 }
 
@@ -382,7 +392,7 @@ func (c *capture) closeFile() {
 }
 
 // loop ticks the endpoint every interval, and sooner when frames pile up
-// (checked every busyPoll), and writes what it drained. Draining early keeps
+// (checked every poll, busyPoll by default), and writes what it drained. Draining early keeps
 // few payload buffers in flight, so they are recycled while still in cache
 // instead of fresh pages being faulted in. It never blocks a producer: only
 // the writer waits on the disk.
@@ -395,23 +405,29 @@ func (c *capture) closeFile() {
 // -o -, which sets gone)
 // and closes failed; draining goes on (and discards) so that the child is
 // never held up.
-func (c *capture) loop(interval time.Duration) {
-	poll := min(busyPoll, interval)
+func (c *capture) loop(interval, poll time.Duration) {
+	if poll <= 0 {
+		poll = busyPoll
+	}
+	poll = min(poll, interval)
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	var err error
 	lastFlush, lastHealth := time.Now(), time.Now()
 	last := c.endpoint.Health()
 	for {
+		kick := false
 		select {
 		case <-c.stop:
 			c.done <- err
 			return
 		case <-t.C:
+		case <-c.kicked:
+			kick = true
 		}
 		now := time.Now()
-		flush := now.Sub(lastFlush) >= interval
-		if !flush && c.endpoint.Pending() < c.busy {
+		flush := (kick && !c.compressed) || now.Sub(lastFlush) >= interval
+		if !flush && !kick && c.endpoint.Pending() < c.busy {
 			continue
 		}
 		if flush {
@@ -436,6 +452,19 @@ func (c *capture) loop(interval time.Duration) {
 			c.endpoint.SubmitHealth()
 			lastHealth, last = now, h
 		}
+	}
+}
+
+// Kick makes the loop drain now, without waiting for its timer: a
+// producer of a few records at its own pace (ds host, after each sample)
+// gets them positions and a clock reading at once, and the loop need not
+// wake on a short timer to find them. An uncompressed capture (a pipe, a
+// FIFO: read live) is flushed at each kick too; a compressed one at its
+// flush interval, so that a block holds many samples. It never blocks.
+func (c *capture) Kick() {
+	select {
+	case c.kicked <- struct{}{}:
+	default: // a kick is pending already
 	}
 }
 

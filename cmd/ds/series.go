@@ -67,6 +67,12 @@ rated element by element, pairing elements by index, null throughout
 when the lengths differ; select one element by key in the path to follow
 it whatever the order. --rate needs --field.
 
+ds host's records (host.cpu, host.mem, host.net, host.gpu) carry their
+own rates (rx_bytes_per_s, …, over interval_ms, with counter wraps,
+resets and new interface incarnations handled) and the time each was
+read (sample_unix_ms): prefer them to --rate, whose time is the writer's
+clock, at most one flush interval late.
+
 Frames of CHANNEL that are not JSON are skipped and counted: one warning
 per channel on stderr at the end. A CHANNEL that matches no channel of
 the inputs is an error (exit status 1), reported with the channels there

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/hostprobe"
 	"github.com/ds-telemetry/ds/pkg/proc"
 )
 
@@ -35,6 +36,16 @@ to ds's own, and records both, with lifecycle records, into a DSS capture:
 proc.<label>.stdout, proc.<label>.stderr (text, bytes verbatim) and
 proc.<label>.lifecycle (JSON records: started, signal, exited, …), plus the
 writer's own datastream.clock and datastream.health records.
+
+--host INTERVAL samples the host as ds host does (host.cpu, host.mem,
+host.net, host.gpu records) into the same stream, from before CMD starts
+until it exits, so that a stall in the output sits next to the CPU,
+network and GPU samples that explain it: ds log shows them in place, and
+ds series host.cpu -f host.total_percent prints them as a series. Host
+records go through the same queue as CMD's output: should the capture
+fall behind, they are dropped with it, and the loss is shown in place.
+--host-channels cpu,net samples only those (nvidia-smi is run for gpu:
+a host without it gets one host.gpu record saying so).
 
 ds wrap exits with CMD's status: its exit code, 128+N when signal N killed
 it, 127 when CMD is not found, 126 when it cannot be executed. When ds itself
@@ -110,6 +121,8 @@ With -o - the capture goes to stdout and CMD's stdout is not passed through.`,
 			&cli.BoolFlag{Name: "append", Usage: "add a stream to an existing capture (refused when the file is not a capture)"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace an existing -o FILE (by default an existing file is never replaced)"},
 			&cli.BoolFlag{Name: "backpressure", Usage: "when the capture cannot keep up, slow CMD down (as a pipe would) instead of dropping output"},
+			&cli.DurationFlag{Name: "host", Usage: "also sample CPU, memory, network and GPUs every `INTERVAL` into the same stream (as ds host does)"},
+			&cli.StringFlag{Name: "host-channels", Value: "cpu,mem,net,gpu", Usage: "with --host: sample these `CHANNELS` (a comma list of cpu, mem, net, gpu)"},
 		}, captureFlags()...),
 			&cli.IntFlag{Name: "queue", Value: frames.DefaultMuxCapacity, Usage: "the capture queue holds at most `FRAMES` output frames (and 256 MiB of them, written or not)"},
 			&cli.DurationFlag{Name: "grace", Value: proc.DefaultGrace, Usage: "time between TERM and KILL"}),
@@ -158,10 +171,43 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 		fmt.Fprintf(c.Root().ErrWriter, "ds: label %q%s is used as %q (labels are %s)\n", given, from, label, proc.LabelChars)
 	}
 	opts.Label = label
+	var sampler *hostprobe.Sampler
+	prober := &hostprobe.Prober{}
+	if c.IsSet("host-channels") && !c.IsSet("host") {
+		return usagef("wrap: --host-channels needs --host INTERVAL")
+	}
+	if c.IsSet("host") {
+		if d := c.Duration("host"); d < hostprobe.MinInterval {
+			return usagef("wrap: --host %v: want an interval of at least %v", d, hostprobe.MinInterval)
+		}
+		// The host channels are registered before CMD starts, so that the
+		// first segment header names them.
+		warn := newHostWarnings(c.Root().ErrWriter, "--host: ", false)
+		chans, err := parseHostChannels(c.String("host-channels"))
+		if err != nil {
+			return usagef("wrap: --host-channels: %v", err)
+		}
+		opts.Setup = func(e *frames.Endpoint) (err error) {
+			sampler, err = hostprobe.NewSampler(prober, e.Producer(), hostprobe.SamplerOptions{
+				Interval: c.Duration("host"), Channels: chans, OnError: warn.report,
+			})
+			return err
+		}
+	}
 	stdout := c.Root().Writer
 	cap, err := startCapture(opts, stdout, c.Root().ErrWriter)
 	if err != nil {
 		return err
+	}
+	// Host samples run beside CMD, from before it starts until it has
+	// exited (a last, shorter sample then covers its end).
+	hostDone := make(chan error, 1)
+	hostCtx, stopHost := context.WithCancel(ctx)
+	defer stopHost()
+	if sampler != nil {
+		go func() { hostDone <- runSampler(hostCtx, sampler, prober, c.Root().ErrWriter) }()
+	} else {
+		hostDone <- nil
 	}
 	var producer proc.Producer = cap.endpoint.Producer()
 	if opts.Backpressure {
@@ -188,6 +234,8 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 	defer signal.Stop(sigs)
 	popts.Signals = sigs
 	res, runErr := proc.Run(ctx, popts)
+	stopHost()
+	<-hostDone
 	cerr := cap.finish()
 	cap.warnLoss(c.Root().ErrWriter)
 	warnPassThrough(c.Root().ErrWriter, res)

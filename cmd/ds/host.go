@@ -1,0 +1,374 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/hostprobe"
+)
+
+func hostCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "host",
+		Usage:     "sample CPU, memory, network and GPUs into a capture",
+		UsageText: "ds host [-o FILE|DIR|-] [--interval D] [--count N | --duration D] [--cpu] [--mem] [--net] [--gpu] [flags]",
+		Description: `Samples the host's hardware every --interval (1s by default) and records
+one JSON record per channel per sample into a new stream of a DSS capture,
+with the writer's own datastream.clock and datastream.health records:
+
+   host.cpu  host and per-CPU percentages (total = busy, user, system,
+             idle, iowait, steal), load averages, the raw /proc/stat
+             ticks, and, inside a cgroup with a CPU quota, the quota,
+             the cgroup's usage and its throttling
+   host.mem  /proc/meminfo in bytes, used percent, a cgroup memory limit
+   host.net  per interface: cumulative bytes, packets, errors and drops,
+             and their rates per second
+   host.gpu  per GPU, keyed by uuid: memory used and total (MiB),
+             utilization (%), temperature (°C), power (W), and the
+             compute processes, from nvidia-smi
+
+Without --cpu, --mem, --net or --gpu every channel is sampled; with any of
+them, only those. ds host runs until --count samples, --duration, or INT,
+TERM or HUP (a last, shorter sample is then taken, and the stream ends
+cleanly; exit status 0).
+
+Each record says when it was read (sample_unix_ms) and the interval its
+rates cover (interval_ms, on the monotonic clock); cumulative counters are
+kept beside the rates, so any interval can be recomputed from two records.
+Samples are taken on a fixed schedule from the start: a slow sample does
+not shift the next ones (a tick it overran is skipped). The first record
+comes one interval after a priming read, so its percentages are over
+that interval, never since boot. A value that two reads cannot give is
+null, never 0, with the reason in "reset": "first", "backwards" (a
+counter went down: a reset, not a wrap, unless sysstat's rule for a
+wrap holds: bytes fell while packets rose near the counter's width),
+"incarnation" (an interface or a CPU came back: its counters start
+afresh), "no_time". An offline CPU is listed with "online":false and null
+values, never with its last ones; when CPUs come or go the host totals
+are summed over the CPUs online at both reads ("cpus_changed").
+
+GPUs: nvidia-smi (--nvidia-smi, found in PATH by default) runs on a
+schedule of its own, at most once at a time, under --gpu-timeout: a hung
+nvidia-smi is killed and recorded (an "error" record) and never delays
+the other channels. A placeholder (N/A, [N/A], [Not Supported]) is null
+for that field only. Without nvidia-smi one host.gpu record says
+"available":false, and GPU sampling stops (said on stderr when --gpu was
+given). A file that cannot be read gives an error record for that sample
+(said once on stderr); sampling goes on.
+
+--proc-root and --sys-root read another procfs and sysfs: a host's /proc
+mounted elsewhere in a container (as node_exporter's --path.procfs), or
+a fixture tree. With --proc-root alone, sysfs is read from the sys
+directory beside it (/host/proc → /host/sys), never from this machine's
+/sys.
+
+Records go through the capture's bounded queue: should the capture stall
+(a -o FIFO nobody reads), records are dropped before they get a
+position, the loss is recorded in place (ds log shows it), ds host says
+how many at exit, and its memory stays bounded. The capture is written
+after each sample (--flush, 1s by default here, only adds health
+records). A second INT, TERM or HUP kills ds host at once.
+
+Reading the records: ds series prints any member as a time series
+(gjson paths; -o csv for a spreadsheet):
+
+   ds series host.cpu -f host.total_percent -f host.iowait_percent h.dss
+   ds series host.cpu -f 'cores.#.total_percent' h.dss
+   ds series host.mem -f used_percent -f available_bytes h.dss
+   ds series host.net -f 'interfaces.#(name=="eth0").rx_bytes_per_s' h.dss
+   ds series host.gpu -f 'gpus.#(uuid=="GPU-…").utilization_gpu_percent' h.dss
+   ds latest host.gpu h.dss
+
+Cost: a sample reads four small files, so --interval 100ms costs well
+under 1 % of a CPU; nvidia-smi itself takes tens of milliseconds of CPU
+per run, so sample GPUs at 1s or more.
+
+Exit status: 0 when the run ended (--count, --duration, a signal); 1 when
+a channel failed at every sample (its error records say why), when --gpu
+alone finds no nvidia-smi (nothing to sample), or when the capture could
+not be written; 2 for a usage error.
+
+-o FILE never replaces an existing file (--overwrite, --append); with -o
+DIR, or no -o, the capture is named LABEL-TIME.dss (LABEL is "host" by
+default). -o - writes the capture to stdout (ds host -o - | ds log -).`,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "capture `FILE`, directory, or - for stdout (default: LABEL-TIME.dss here)"},
+			&cli.DurationFlag{Name: "interval", Aliases: []string{"i"}, Value: time.Second, Usage: "sample every `INTERVAL` (at least 10ms; below 100ms per-CPU percentages are coarse: /proc/stat counts 10ms ticks)"},
+			&cli.IntFlag{Name: "count", Aliases: []string{"n"}, Usage: "stop after `N` samples"},
+			&cli.DurationFlag{Name: "duration", Usage: "stop after `D` (the sample at D is taken)"},
+			&cli.BoolFlag{Name: "cpu", Usage: "sample host.cpu"},
+			&cli.BoolFlag{Name: "mem", Usage: "sample host.mem"},
+			&cli.BoolFlag{Name: "net", Usage: "sample host.net"},
+			&cli.BoolFlag{Name: "gpu", Usage: "sample host.gpu (nvidia-smi)"},
+			&cli.StringSliceFlag{Name: "iface", Usage: "record only network interfaces matching `GLOB` (repeatable; e.g. 'eth*')"},
+			&cli.StringFlag{Name: "proc-root", Value: hostprobe.DefaultProcRoot, Usage: "read procfs at `DIR`"},
+			&cli.StringFlag{Name: "sys-root", Value: hostprobe.DefaultSysRoot, Usage: "read sysfs (cgroups, CPUs online) at `DIR` (with --proc-root: the sys directory beside it)"},
+			&cli.StringFlag{Name: "nvidia-smi", Value: hostprobe.DefaultNvidiaSMI, Usage: "run `PROGRAM` for GPU samples (a path, or a name found in PATH)"},
+			&cli.DurationFlag{Name: "gpu-timeout", Value: hostprobe.DefaultGPUTimeout, Usage: "kill an nvidia-smi that has not answered after `D`"},
+			&cli.StringFlag{Name: "label", Value: "host", Usage: "stream `LABEL` and file name prefix"},
+			&cli.BoolFlag{Name: "append", Usage: "add the stream to an existing capture (refused when the file is not a capture)"},
+			&cli.BoolFlag{Name: "overwrite", Usage: "replace an existing -o FILE (by default an existing file is never replaced)"},
+		}, captureFlags()...),
+		DisableSliceFlagSeparator: true,
+		Action:                    hostAction,
+	}
+}
+
+// hostQueue is ds host's capture queue, in frames: the records of about
+// 200 ticks, should the capture stall (then records are dropped and
+// counted).
+const hostQueue = 1024
+
+// hostStopSignals end ds host cleanly; a second one kills it.
+var hostStopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
+func hostAction(ctx context.Context, c *cli.Command) error {
+	sopts, p, err := hostOptions(c)
+	if err != nil {
+		return err
+	}
+	// A sampler needs one CPU: with one P the sampler, the capture and
+	// the GPU goroutine hand work to each other on one thread instead of
+	// waking others (each wake is a context switch, which is most of what
+	// ds host costs on a VM). GOMAXPROCS, when set, wins.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+	copts, err := captureOptionsFrom(c)
+	if err != nil {
+		return err
+	}
+	// A few records per tick: a small queue, whose subscription (twice
+	// its size, allocated up front) the garbage collector need not scan.
+	copts.Queue = hostQueue
+	if copts.Label, err = emitLabel(c.String("label"), c.IsSet("label"), "host", c.Root().ErrWriter); err != nil {
+		return err
+	}
+	// The capture is drained after each sample (Kick); its own timer
+	// only writes the health records, unless --flush asks for more.
+	if !c.IsSet("flush") {
+		copts.Flush = max(copts.Flush, time.Second)
+	}
+	copts.Poll = copts.Flush
+	stderr := c.Root().ErrWriter
+	warn := newHostWarnings(stderr, "", c.Bool("gpu"))
+	sopts.OnError = warn.report
+	var cap *capture
+	sopts.AfterTick = func() { cap.Kick() } // set before the sampler runs
+	var sampler *hostprobe.Sampler
+	copts.Setup = func(e *frames.Endpoint) (err error) {
+		sampler, err = hostprobe.NewSampler(p, e.Producer(), sopts)
+		return err
+	}
+	sigs := make(chan os.Signal, 4)
+	// SIGPIPE is caught so that -o - into a pipe whose reader went away
+	// ends the stream (the capture's EPIPE) instead of killing ds.
+	signal.Notify(sigs, append(hostStopSignals, syscall.SIGPIPE)...)
+	defer signal.Stop(sigs)
+	if cap, err = startCapture(copts, c.Root().Writer, stderr); err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go stopOnSignal(sigs, cap.failed, runCtx, cancel)
+	runErr := runSampler(runCtx, sampler, p, stderr)
+	cancel()
+	cerr := cap.finish()
+	warn.summary()
+	if n := sampler.Dropped(); n > 0 {
+		fmt.Fprintf(stderr, "ds: warning: %d host records were dropped: the capture %s could not keep up (ds log shows where)\n", n, cap.name)
+	}
+	var errs []error
+	if cerr != nil && !(cap.toStdout && errors.Is(cerr, syscall.EPIPE)) {
+		errs = append(errs, fmt.Errorf("capture %s: %w", cap.name, cerr))
+	}
+	if runErr != nil {
+		errs = append(errs, fmt.Errorf("host: %w", runErr))
+	}
+	for _, st := range sampler.Stats() {
+		if st.Records > 0 && st.Errors == st.Records {
+			errs = append(errs, fmt.Errorf("host: %s: every sample failed (%d; the error records say why)", st.Channel, st.Records))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runSampler runs the sampler until it ends or ctx is done; then, should
+// a read never return (a --proc-root on a stuck mount: a FIFO, a hung
+// FUSE or NFS server), it waits at most the GPU timeout and 2 s more for
+// the sampler, and gives up on it, so that the capture still ends
+// cleanly (a late record is then refused by the ended stream, and
+// counted).
+func runSampler(ctx context.Context, s *hostprobe.Sampler, p *hostprobe.Prober, stderr io.Writer) error {
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	grace := p.GPUTimeout + 2*time.Second
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(grace):
+		fmt.Fprintf(stderr, "ds: warning: a read of the host did not return within %v of the stop; the capture ends without it\n", grace)
+		return nil
+	}
+}
+
+// stopOnSignal cancels the run at the first stop signal (SIGPIPE aside),
+// and restores the signals' default action, so that a second Ctrl-C kills
+// ds at once; or when the capture fails, or the run ends.
+func stopOnSignal(sigs <-chan os.Signal, failed <-chan struct{}, ctx context.Context, cancel func()) {
+	for {
+		select {
+		case sig := <-sigs:
+			if sig == syscall.SIGPIPE {
+				continue
+			}
+			signal.Reset(hostStopSignals...)
+			cancel()
+			return
+		case <-failed:
+			cancel()
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// hostOptions reads and checks ds host's sampling flags: the schedule,
+// the channels and the Prober. Without --cpu, --mem, --net or --gpu every
+// channel is sampled. --sys-root defaults to /sys, or to the sys
+// directory beside --proc-root when that is given (a host's /proc and
+// /sys mounted side by side, a fixture tree): never this machine's /sys
+// with another machine's /proc.
+func hostOptions(c *cli.Command) (hostprobe.SamplerOptions, *hostprobe.Prober, error) {
+	var o hostprobe.SamplerOptions
+	switch {
+	case c.Args().Len() > 0:
+		return o, nil, usagef("host: unexpected argument %q", c.Args().First())
+	case c.IsSet("count") && c.IsSet("duration"):
+		return o, nil, usagef("host: --count and --duration contradict each other; give one")
+	case c.IsSet("count") && c.Int("count") < 1:
+		return o, nil, usagef("host: --count %d: want at least 1", c.Int("count"))
+	case c.IsSet("duration") && c.Duration("duration") <= 0:
+		return o, nil, usagef("host: --duration %v: want a positive duration", c.Duration("duration"))
+	case c.Duration("interval") < hostprobe.MinInterval:
+		return o, nil, usagef("host: --interval %v: want at least %v", c.Duration("interval"), hostprobe.MinInterval)
+	case c.Duration("gpu-timeout") <= 0:
+		return o, nil, usagef("host: --gpu-timeout must be positive")
+	}
+	o = hostprobe.SamplerOptions{
+		Interval: c.Duration("interval"), Count: c.Int("count"), Duration: c.Duration("duration"),
+		Channels: hostprobe.Channels{CPU: c.Bool("cpu"), Mem: c.Bool("mem"), Net: c.Bool("net"), GPU: c.Bool("gpu")},
+	}
+	p := &hostprobe.Prober{
+		ProcRoot: c.String("proc-root"), SysRoot: c.String("sys-root"),
+		NvidiaSMI: c.String("nvidia-smi"), GPUTimeout: c.Duration("gpu-timeout"),
+		Interfaces: c.StringSlice("iface"),
+	}
+	if c.IsSet("proc-root") && !c.IsSet("sys-root") {
+		p.SysRoot = filepath.Join(filepath.Dir(filepath.Clean(p.ProcRoot)), "sys")
+	}
+	if fi, err := os.Stat(p.ProcRoot); err != nil || !fi.IsDir() {
+		return o, nil, usagef("host: --proc-root %s: not a directory", p.ProcRoot)
+	}
+	if fi, err := os.Stat(p.SysRoot); c.IsSet("sys-root") && (err != nil || !fi.IsDir()) {
+		return o, nil, usagef("host: --sys-root %s: not a directory", p.SysRoot)
+	}
+	if c.IsSet("iface") && !o.Channels.Net && o.Channels != (hostprobe.Channels{}) {
+		return o, nil, usagef("host: --iface selects interfaces of host.net, which is not sampled (add --net)")
+	}
+	if err := hostprobe.CheckInterfacePatterns(p.Interfaces); err != nil {
+		return o, nil, usagef("host: --iface: %v", err)
+	}
+	return o, p, nil
+}
+
+// parseHostChannels reads a comma list of host channels (cpu, mem, net,
+// gpu; host.cpu and the other full names too).
+func parseHostChannels(list string) (hostprobe.Channels, error) {
+	var ch hostprobe.Channels
+	for _, name := range strings.Split(list, ",") {
+		switch strings.TrimPrefix(strings.TrimSpace(name), "host.") {
+		case "cpu":
+			ch.CPU = true
+		case "mem":
+			ch.Mem = true
+		case "net":
+			ch.Net = true
+		case "gpu":
+			ch.GPU = true
+		default:
+			return ch, fmt.Errorf("%q is not a host channel (want cpu, mem, net or gpu)", name)
+		}
+	}
+	return ch, nil
+}
+
+// hostWarnings says each sampling error on stderr once per channel and
+// message (a file that cannot be read fails every sample alike), and at
+// the end how many samples failed. A host without nvidia-smi is said only
+// when GPUs were asked for (--gpu): otherwise it is the common case.
+type hostWarnings struct {
+	mu       sync.Mutex
+	w        io.Writer
+	prefix   string
+	gpuAsked bool
+	said     map[string]bool
+	failed   map[string]int
+}
+
+// maxHostWarnings bounds the distinct warnings said (messages can name
+// pids); later ones are only counted in the summary.
+const maxHostWarnings = 20
+
+func newHostWarnings(w io.Writer, prefix string, gpuAsked bool) *hostWarnings {
+	return &hostWarnings{w: w, prefix: prefix, gpuAsked: gpuAsked, said: map[string]bool{}, failed: map[string]int{}}
+}
+
+func (h *hostWarnings) report(channel string, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if errors.Is(err, hostprobe.ErrNoGPU) {
+		if h.gpuAsked {
+			fmt.Fprintf(h.w, "ds: warning: %s%s: %v; recorded as unavailable, the other channels go on\n", h.prefix, channel, err)
+		}
+		return
+	}
+	h.failed[channel]++
+	key := channel + "\x00" + err.Error()
+	if h.said[key] || len(h.said) >= maxHostWarnings {
+		return
+	}
+	h.said[key] = true
+	fmt.Fprintf(h.w, "ds: warning: %s%s: %v (recorded as an error record; sampling goes on)\n", h.prefix, channel, err)
+}
+
+// summary says how many samples of each channel failed, when any did more
+// than once.
+func (h *hostWarnings) summary() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, ch := range []string{hostprobe.ChannelCPU, hostprobe.ChannelMem, hostprobe.ChannelNet, hostprobe.ChannelGPU} {
+		if n := h.failed[ch]; n > 1 {
+			fmt.Fprintf(h.w, "ds: warning: %s%s: %d samples failed (error records in the capture)\n", h.prefix, ch, n)
+		}
+	}
+}

@@ -1,0 +1,391 @@
+package hostprobe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+)
+
+// MinInterval is the shortest sampling interval a [Sampler] takes. Below
+// about 100 ms per-CPU percentages are coarse: /proc/stat counts time in
+// ticks of 10 ms (USER_HZ), so a CPU's share of a 10 ms interval is 0,
+// 100 or null.
+const MinInterval = 10 * time.Millisecond
+
+// Submitter is what a [Sampler] needs of a stream: frames.Producer
+// satisfies it. Records go through the ordinary bounded queue
+// (frames.Producer.SubmitBytes, spec §4.5): when it is full (a stalled
+// capture) a record is dropped before it gets a position and counted
+// there (the capture's datastream.health records place the loss), and the
+// sampler goes on with its schedule, so that no output can make it hold
+// memory without bound.
+type Submitter interface {
+	RegisterChannel(name string, content frames.ChannelContent) (frames.ChannelID, error)
+	SubmitBytes(ch frames.ChannelID, payload []byte) bool
+}
+
+// Channels selects what a [Sampler] records: host.cpu, host.mem, host.net
+// and host.gpu.
+type Channels struct {
+	CPU bool // host.cpu: ReadCPU
+	Mem bool // host.mem: ReadMem
+	Net bool // host.net: ReadNet
+	GPU bool // host.gpu: ReadGPU (nvidia-smi, on a goroutine of its own)
+}
+
+// AllChannels records every channel.
+var AllChannels = Channels{CPU: true, Mem: true, Net: true, GPU: true}
+
+// SamplerOptions configures [NewSampler].
+type SamplerOptions struct {
+	// Interval is the time between samples (at least MinInterval).
+	// Samples are taken on a fixed schedule from the start (start +
+	// k×Interval): a slow sample does not shift the next ones, and a
+	// tick missed because a sample overran is skipped (and counted in
+	// the next record's SkippedTicks), not made up.
+	Interval time.Duration
+	// Count, when positive, stops the sampler after that many ticks (the
+	// priming read is not one).
+	Count int
+	// Duration, when positive, stops the sampler at the first tick at or
+	// after start + Duration (that tick's sample is taken).
+	Duration time.Duration
+	// Channels selects the channels; the zero value means AllChannels.
+	Channels Channels
+	// OnError, when set, is called (one call at a time) with each read
+	// error, after its error record was submitted; errors.Is(err,
+	// ErrNoGPU) for a host without nvidia-smi.
+	OnError func(channel string, err error)
+	// AfterTick, when set, is called after each tick's CPU, memory and
+	// network records were submitted, and after each GPU record: ds host
+	// drains its capture then, instead of on a timer of its own.
+	AfterTick func()
+}
+
+// Sampler runs a [Prober] on a schedule and submits one record per
+// channel per tick (see the package doc). Create it with [NewSampler],
+// which registers the channels, then call Run once.
+type Sampler struct {
+	p    *Prober
+	sub  Submitter
+	opts SamplerOptions
+	ids  [numChannels]frames.ChannelID
+
+	mu      sync.Mutex // serializes submit and OnError between the GPU goroutine and the rest
+	seqs    [numChannels]uint64
+	errs    [numChannels]uint64 // error records
+	dropped atomic.Uint64
+	// gpuSkipped counts ticks at which the GPU goroutine was still busy;
+	// the record it is busy with says how many (SkippedTicks).
+	gpuSkipped atomic.Int64
+}
+
+// The channels of a Sampler, as indexes of its per-channel arrays.
+const (
+	chCPU = iota
+	chMem
+	chNet
+	chGPU
+	numChannels
+)
+
+var channelNames = [numChannels]string{ChannelCPU, ChannelMem, ChannelNet, ChannelGPU}
+var channelSchemas = [numChannels]string{SchemaCPU, SchemaMem, SchemaNet, SchemaGPU}
+
+func (c Channels) on(i int) bool {
+	return [numChannels]bool{c.CPU, c.Mem, c.Net, c.GPU}[i]
+}
+
+// NewSampler registers the selected channels on sub (JsonRecord channels
+// named ChannelCPU, … with their Schema names) and returns a sampler. It
+// returns an error when Interval is below MinInterval, Count or Duration
+// is negative, or a registration fails (a channel of that name registered
+// before with another content).
+func NewSampler(p *Prober, sub Submitter, opts SamplerOptions) (*Sampler, error) {
+	if opts.Interval < MinInterval {
+		return nil, fmt.Errorf("sampling interval %v is below the minimum of %v", opts.Interval, MinInterval)
+	}
+	if opts.Count < 0 || opts.Duration < 0 {
+		return nil, errors.New("sample count and duration cannot be negative")
+	}
+	if opts.Channels == (Channels{}) {
+		opts.Channels = AllChannels
+	}
+	s := &Sampler{p: p, sub: sub, opts: opts}
+	for i := range numChannels {
+		if !opts.Channels.on(i) {
+			continue
+		}
+		id, err := sub.RegisterChannel(channelNames[i], frames.JSONRecord(channelSchemas[i]))
+		if err != nil {
+			return nil, fmt.Errorf("register %s: %w", channelNames[i], err)
+		}
+		s.ids[i] = id
+	}
+	return s, nil
+}
+
+// Dropped returns how many records the stream refused (a full queue).
+func (s *Sampler) Dropped() uint64 { return s.dropped.Load() }
+
+// ChannelStats counts the records of one channel of a [Sampler].
+type ChannelStats struct {
+	Channel string // ChannelCPU, …
+	Records uint64 // records submitted (error records included)
+	Errors  uint64 // error records among them (the one saying nvidia-smi is not there is not one)
+}
+
+// Stats returns the counts of each selected channel, in the order
+// host.cpu, host.mem, host.net, host.gpu. It is safe to call while Run
+// runs.
+func (s *Sampler) Stats() []ChannelStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var st []ChannelStats
+	for i := range numChannels {
+		if s.opts.Channels.on(i) {
+			st = append(st, ChannelStats{Channel: channelNames[i], Records: s.seqs[i], Errors: s.errs[i]})
+		}
+	}
+	return st
+}
+
+// Run samples until Count ticks or Duration have passed, or ctx is done,
+// and returns nil then. It first takes a priming read of the CPU, memory
+// and network (recorded nowhere: the first record's percentages and rates
+// cover the first interval). Ticks come at start + k×Interval; each slot
+// k is sampled at most once, and slots a sample overran are counted in
+// the next record's SkippedTicks. Each read is stamped with the time it
+// was taken, not the time of its tick, so that a late tick's rates stay
+// true.
+//
+// With Duration, the last sample is taken at start + Duration exactly
+// (unless a tick just took one), so that the samples cover all of it.
+// When ctx ends the run, a last sample of the CPU, memory and network is
+// taken at once, unless one was taken less than MinInterval before (its
+// interval_ms says how short it was), so that the end of a wrapped
+// command is covered; a GPU sample in flight is cut short and recorded as
+// such. After Count or Duration, Run waits for a GPU sample in flight (at
+// most Prober.GPUTimeout and the time to reap a killed nvidia-smi).
+//
+// When host.gpu is the only channel and nvidia-smi is not there, Run
+// returns an error wrapping ErrNoGPU after its one record: there is
+// nothing to sample.
+func (s *Sampler) Run(ctx context.Context) error {
+	ch := s.opts.Channels
+	start := time.Now()
+	// Priming reads: their errors show at the first sample.
+	if ch.CPU {
+		s.p.ReadCPU(start)
+	}
+	if ch.Mem {
+		s.p.ReadMem(start)
+	}
+	if ch.Net {
+		s.p.ReadNet(start)
+	}
+
+	var gpuTicks chan struct{}
+	gpuDone, gpuGone := make(chan struct{}), make(chan struct{})
+	if ch.GPU {
+		// Unbuffered: a tick reaches the GPU goroutine only when it
+		// waits for one, so a tick that finds nvidia-smi still running
+		// is skipped (and counted), never queued to run late.
+		gpuTicks = make(chan struct{})
+		go s.runGPU(ctx, gpuTicks, gpuDone, gpuGone)
+	} else {
+		close(gpuDone)
+	}
+	stopGPU := func() {
+		if gpuTicks != nil {
+			close(gpuTicks)
+		}
+		<-gpuDone
+	}
+	var nothingLeft <-chan struct{} // closed when no channel is left to sample
+	if ch == (Channels{GPU: true}) {
+		nothingLeft = gpuGone
+	}
+	var end <-chan time.Time
+	if s.opts.Duration > 0 {
+		timer := time.NewTimer(s.opts.Duration)
+		defer timer.Stop()
+		end = timer.C
+	}
+
+	t := time.NewTicker(s.opts.Interval)
+	defer t.Stop()
+	last, taken, lastSlot := start, 0, 0
+	for {
+		var final bool
+		select {
+		case <-ctx.Done():
+			// The last sample, unless one was just taken (too short to
+			// say anything); always when none was taken at all.
+			if taken == 0 || time.Since(last) >= MinInterval {
+				s.sampleFast(0)
+			}
+			stopGPU()
+			return nil
+		case <-nothingLeft:
+			stopGPU()
+			return fmt.Errorf("nothing to sample: %w", ErrNoGPU)
+		case <-end:
+			if time.Since(last) < MinInterval {
+				stopGPU()
+				return nil
+			}
+			final = true
+		case <-t.C:
+		}
+		now := time.Now()
+		// The slot of this tick in the schedule, from the time it is
+		// taken: a tick the ticker kept while a sample overran is late,
+		// and may stand for a later slot, or for one already sampled.
+		slot := int((now.Sub(start) + s.opts.Interval/2) / s.opts.Interval)
+		if slot <= lastSlot && !final {
+			continue
+		}
+		skipped := max(0, slot-lastSlot-1)
+		lastSlot, last = max(slot, lastSlot), now
+		taken++
+		s.sampleFast(skipped)
+		if gpuTicks != nil {
+			s.gpuSkipped.Add(int64(skipped))
+			select {
+			case gpuTicks <- struct{}{}:
+			default: // nvidia-smi still running: this tick is skipped for the GPU
+				s.gpuSkipped.Add(1)
+			}
+		}
+		s.afterTick()
+		if final || (s.opts.Count > 0 && taken >= s.opts.Count) ||
+			(s.opts.Duration > 0 && time.Duration(slot)*s.opts.Interval >= s.opts.Duration) {
+			stopGPU()
+			return nil
+		}
+	}
+}
+
+// runGPU takes a GPU sample for each tick received, until ticks is closed.
+// A host without nvidia-smi gets one record saying so, gone is closed, and
+// the goroutine ends. A sample cut short by the end of the run (ctx) is
+// recorded as such.
+func (s *Sampler) runGPU(ctx context.Context, ticks <-chan struct{}, done, gone chan<- struct{}) {
+	defer close(done)
+	for range ticks {
+		now := time.Now()
+		rec, err := s.p.ReadGPU(ctx, now)
+		took := time.Since(now)
+		if errors.Is(err, ErrNoGPU) {
+			rec = &GPURecord{Sample: Sample{Schema: SchemaGPU, SampleUnixMS: now.UnixMilli(), Error: err.Error()}}
+			s.submit(chGPU, now, rec, &rec.Sample, nil)
+			s.report(chGPU, err)
+			s.afterTick()
+			close(gone)
+			return // later ticks find no receiver: nothing wakes for them
+		}
+		if err != nil && ctx.Err() != nil {
+			err = fmt.Errorf("sampling ended while nvidia-smi was running (after %v); it was stopped", took.Round(time.Millisecond))
+		}
+		if err != nil {
+			// An error record that still says how long it took and which
+			// ticks were skipped (a hung nvidia-smi makes ticks skip).
+			rec = &GPURecord{Sample: Sample{Schema: SchemaGPU, SampleUnixMS: now.UnixMilli()}, Available: true,
+				DurationMS: float64(took) / float64(time.Millisecond)}
+		}
+		rec.SkippedTicks = int(s.gpuSkipped.Swap(0))
+		s.submit(chGPU, now, rec, &rec.Sample, err)
+		if err == nil && rec.ParseError != "" {
+			// Kept in the record, and said: rows nvidia-smi printed
+			// that could not be read (whole or in part).
+			s.report(chGPU, errors.New(rec.ParseError))
+		}
+		s.afterTick()
+	}
+}
+
+func (s *Sampler) afterTick() {
+	if s.opts.AfterTick != nil {
+		s.opts.AfterTick()
+	}
+}
+
+// sampleFast takes the CPU, memory and network samples of one tick, each
+// stamped with the time of its own read; skipped is the number of ticks
+// before this one at which no sample was taken.
+func (s *Sampler) sampleFast(skipped int) {
+	for i := range chGPU {
+		if !s.opts.Channels.on(i) {
+			continue
+		}
+		now := time.Now()
+		var rec any
+		var head *Sample
+		var err error
+		switch i {
+		case chCPU:
+			var r *CPURecord
+			if r, err = s.p.ReadCPU(now); err == nil {
+				rec, head = r, &r.Sample
+			}
+		case chMem:
+			var r *MemRecord
+			if r, err = s.p.ReadMem(now); err == nil {
+				rec, head = r, &r.Sample
+			}
+		case chNet:
+			var r *NetRecord
+			if r, err = s.p.ReadNet(now); err == nil {
+				rec, head = r, &r.Sample
+			}
+		}
+		if head == nil {
+			head = &Sample{Schema: channelSchemas[i], SampleUnixMS: now.UnixMilli()}
+			rec = head
+		}
+		head.SkippedTicks = skipped
+		s.submit(i, now, rec, head, err)
+	}
+}
+
+// submit numbers and submits one record of channel i (rec, whose head is
+// head). With err the record is an error record (head.Error says it) and
+// the error is reported. A record the stream refuses is counted
+// (Dropped).
+func (s *Sampler) submit(i int, now time.Time, rec any, head *Sample, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seqs[i]++
+	if err != nil {
+		s.errs[i]++
+		if head.Error == "" {
+			head.Error = err.Error()
+		}
+	}
+	head.Seq = s.seqs[i]
+	b, merr := json.Marshal(rec)
+	if merr != nil { // cannot happen with these types; say so rather than lose the sample
+		b, _ = json.Marshal(Sample{Schema: channelSchemas[i], Seq: head.Seq, SampleUnixMS: now.UnixMilli(), Error: "encode: " + merr.Error()})
+	}
+	if !s.sub.SubmitBytes(s.ids[i], b) {
+		s.dropped.Add(1)
+	}
+	if err != nil && s.opts.OnError != nil {
+		s.opts.OnError(channelNames[i], err)
+	}
+}
+
+func (s *Sampler) report(i int, err error) {
+	if s.opts.OnError != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.opts.OnError(channelNames[i], err)
+	}
+}
