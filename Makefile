@@ -4,17 +4,18 @@ BIN       ?= bin/ds
 PKGS      := ./...
 FUZZTIME  ?= 30s
 
-.PHONY: all build test fmt-check vet race trials lint bench fuzz demo update tidy-check clean
+.PHONY: all build test fmt-check vet race scripts trials lint bench fuzz demo update tidy-check clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/ds
 
-## test: formatting, vet, then every test (unit, golden, testscript, fuzz
-## seed corpora, property tests) under the race detector, then the 50
-## kill -9 trials of ds ingest without it.
-test: fmt-check vet race trials
+## test: formatting, vet, then every test (unit, golden, fuzz seed
+## corpora, property tests) under the race detector; the testscripts of
+## cmd/ds, which run ds as a process a few hundred times, and the 50
+## kill -9 trials of ds ingest without it (under it, make race runs 10).
+test: fmt-check vet race scripts trials
 
 fmt-check:
 	@out="$$(gofmt -l . | grep -v '^testdata/' || true)"; \
@@ -24,7 +25,14 @@ vet:
 	$(GO) vet $(PKGS)
 
 race:
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 $$($(GO) list $(PKGS) | grep -v '/cmd/ds$$')
+	$(GO) test -race -count=1 -skip '^TestScript$$' ./cmd/ds
+
+## scripts: the end-to-end testscripts (cmd/ds/testdata/script), without
+## the race detector: each runs ds as a process, several times slower
+## under it, and the goroutines they drive are raced by the package tests.
+scripts:
+	$(GO) test -count=1 -run '^TestScript$$' ./cmd/ds
 
 ## trials: the 50 seeded kill -9 trials of ds ingest, without the race
 ## detector (under it, make race runs 10 of them).

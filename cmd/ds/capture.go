@@ -483,14 +483,19 @@ const (
 )
 
 // warnLoss prints one warning on stderr when output was dropped: how many
-// frames and bytes, and the flag that avoids it.
-func (c *capture) warnLoss(stderr io.Writer) {
+// frames and bytes, and the flag that avoids it (with --backpressure set,
+// only records that never wait, ds wrap --host's, can be dropped).
+func (c *capture) warnLoss(stderr io.Writer, backpressure bool) {
 	h := c.endpoint.Health()
 	if h.MuxDropped == 0 && h.SubscriberDropped == 0 {
 		return
 	}
-	fmt.Fprintf(stderr, "ds: warning: the capture %s could not keep up: %d output frames (%d bytes) were dropped at the queue and %d by the writer; ds log shows where. Use --backpressure to slow the command down instead of dropping.\n",
-		c.name, h.MuxDropped, h.MuxDroppedBytes, h.SubscriberDropped)
+	hint := " Use --backpressure to slow the command down instead of dropping."
+	if backpressure {
+		hint = " (The command waited for room; host samples do not wait.)"
+	}
+	fmt.Fprintf(stderr, "ds: warning: the capture %s could not keep up: %d frames (%d bytes) were dropped at the queue and %d by the writer; ds log shows where.%s\n",
+		c.name, h.MuxDropped, h.MuxDroppedBytes, h.SubscriberDropped, hint)
 }
 
 // write writes what the subscription holds; with flush, it also flushes

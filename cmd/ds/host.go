@@ -61,9 +61,11 @@ values, never with its last ones; when CPUs come or go the host totals
 are summed over the CPUs online at both reads ("cpus_changed").
 
 GPUs: nvidia-smi (--nvidia-smi, found in PATH by default) runs on a
-schedule of its own, at most once at a time, under --gpu-timeout: a hung
-nvidia-smi is killed and recorded (an "error" record) and never delays
-the other channels. A placeholder (N/A, [N/A], [Not Supported]) is null
+goroutine of its own, on the same ticks, at most once at a time, under
+--gpu-timeout for both of its queries: a tick that finds it still
+running is skipped (counted in the next record's skipped_ticks), and a
+hung nvidia-smi is killed and recorded (an "error" record), never
+delaying the other channels. A placeholder (N/A, [N/A], [Not Supported]) is null
 for that field only. Without nvidia-smi one host.gpu record says
 "available":false, and GPU sampling stops (said on stderr when --gpu was
 given). A file that cannot be read gives an error record for that sample
@@ -78,9 +80,12 @@ directory beside it (/host/proc → /host/sys), never from this machine's
 Records go through the capture's bounded queue: should the capture stall
 (a -o FIFO nobody reads), records are dropped before they get a
 position, the loss is recorded in place (ds log shows it), ds host says
-how many at exit, and its memory stays bounded. The capture is written
-after each sample (--flush, 1s by default here, only adds health
-records). A second INT, TERM or HUP kills ds host at once.
+how many at exit, and its memory stays bounded. Each sample's records get
+their positions and a clock reading at once; a capture on a pipe, FIFO
+or stdout is flushed after each sample, a compressed file every --flush
+(1s here: a block holds many samples; kill -9 loses at most that). A
+second INT, TERM or HUP kills ds host at once; a signal ignored when it
+started (nohup) stays ignored.
 
 Reading the records: ds series prints any member as a time series
 (gjson paths; -o csv for a spreadsheet):
@@ -99,7 +104,8 @@ per run, so sample GPUs at 1s or more.
 Exit status: 0 when the run ended (--count, --duration, a signal); 1 when
 a channel failed at every sample (its error records say why), when --gpu
 alone finds no nvidia-smi (nothing to sample), or when the capture could
-not be written; 2 for a usage error.
+not be written (-o - whose reader went away included: the run stops
+there); 2 for a usage error.
 
 -o FILE never replaces an existing file (--overwrite, --append); with -o
 DIR, or no -o, the capture is named LABEL-TIME.dss (LABEL is "host" by
@@ -121,10 +127,23 @@ default). -o - writes the capture to stdout (ds host -o - | ds log -).`,
 			&cli.StringFlag{Name: "label", Value: "host", Usage: "stream `LABEL` and file name prefix"},
 			&cli.BoolFlag{Name: "append", Usage: "add the stream to an existing capture (refused when the file is not a capture)"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace an existing -o FILE (by default an existing file is never replaced)"},
-		}, captureFlags()...),
+		}, hostCaptureFlags()...),
 		DisableSliceFlagSeparator: true,
 		Action:                    hostAction,
 	}
+}
+
+// hostCaptureFlags are captureFlags with ds host's --flush: 1s by
+// default, since the capture is drained after each sample anyway.
+func hostCaptureFlags() []cli.Flag {
+	flags := captureFlags()
+	for _, f := range flags {
+		if d, ok := f.(*cli.DurationFlag); ok && d.Name == "flush" {
+			d.Value = time.Second
+			d.Usage = "flush the capture every `INTERVAL` (a compressed capture; a pipe or FIFO is flushed after each sample)"
+		}
+	}
+	return flags
 }
 
 // hostQueue is ds host's capture queue, in frames: the records of about
@@ -158,10 +177,7 @@ func hostAction(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	// The capture is drained after each sample (Kick); its own timer
-	// only writes the health records, unless --flush asks for more.
-	if !c.IsSet("flush") {
-		copts.Flush = max(copts.Flush, time.Second)
-	}
+	// flushes a compressed capture and writes the health records.
 	copts.Poll = copts.Flush
 	stderr := c.Root().ErrWriter
 	warn := newHostWarnings(stderr, "", c.Bool("gpu"))
@@ -176,14 +192,21 @@ func hostAction(ctx context.Context, c *cli.Command) error {
 	sigs := make(chan os.Signal, 4)
 	// SIGPIPE is caught so that -o - into a pipe whose reader went away
 	// ends the stream (the capture's EPIPE) instead of killing ds.
-	signal.Notify(sigs, append(hostStopSignals, syscall.SIGPIPE)...)
+	signal.Notify(sigs, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 	if cap, err = startCapture(copts, c.Root().Writer, stderr); err != nil {
 		return err
 	}
+	// The stop signals are caught only now: until the capture exists
+	// (opening a FIFO waits for its reader) they kill ds, as they would
+	// any program; one ignored when ds started (nohup) stays ignored.
+	stops := notIgnored(hostStopSignals)
+	signal.Notify(sigs, stops...)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go stopOnSignal(sigs, cap.failed, runCtx, cancel)
+	handled := make(chan struct{})
+	defer close(handled)
+	go stopOnSignal(sigs, stops, cap.failed, handled, cancel)
 	runErr := runSampler(runCtx, sampler, p, stderr)
 	cancel()
 	cerr := cap.finish()
@@ -192,7 +215,13 @@ func hostAction(ctx context.Context, c *cli.Command) error {
 		fmt.Fprintf(stderr, "ds: warning: %d host records were dropped: the capture %s could not keep up (ds log shows where)\n", n, cap.name)
 	}
 	var errs []error
-	if cerr != nil && !(cap.toStdout && errors.Is(cerr, syscall.EPIPE)) {
+	switch {
+	case cerr != nil && cap.toStdout && errors.Is(cerr, syscall.EPIPE):
+		// A sampler's only output is its capture: the reader going away
+		// (ds host -o - | ssh … whose connection broke) ends the run,
+		// and is not a clean end.
+		errs = append(errs, fmt.Errorf("host: the capture's reader went away (stdout: %v); sampling stopped after %d samples", cerr, sampler.Stats()[0].Records))
+	case cerr != nil:
 		errs = append(errs, fmt.Errorf("capture %s: %w", cap.name, cerr))
 	}
 	if runErr != nil {
@@ -203,7 +232,15 @@ func hostAction(ctx context.Context, c *cli.Command) error {
 			errs = append(errs, fmt.Errorf("host: %s: every sample failed (%d; the error records say why)", st.Channel, st.Records))
 		}
 	}
-	return errors.Join(errs...)
+	// Each error is a line of its own, "ds: " first, as the last one
+	// (returned) is printed.
+	for _, e := range errs[:max(len(errs)-1, 0)] {
+		fmt.Fprintf(stderr, "ds: %v\n", e)
+	}
+	if len(errs) > 0 {
+		return errs[len(errs)-1]
+	}
+	return nil
 }
 
 // runSampler runs the sampler until it ends or ctx is done; then, should
@@ -220,7 +257,11 @@ func runSampler(ctx context.Context, s *hostprobe.Sampler, p *hostprobe.Prober, 
 		return err
 	case <-ctx.Done():
 	}
-	grace := p.GPUTimeout + 2*time.Second
+	timeout := p.GPUTimeout
+	if timeout <= 0 {
+		timeout = hostprobe.DefaultGPUTimeout
+	}
+	grace := timeout + 2*time.Second
 	select {
 	case err := <-done:
 		return err
@@ -230,26 +271,41 @@ func runSampler(ctx context.Context, s *hostprobe.Sampler, p *hostprobe.Prober, 
 	}
 }
 
-// stopOnSignal cancels the run at the first stop signal (SIGPIPE aside),
-// and restores the signals' default action, so that a second Ctrl-C kills
-// ds at once; or when the capture fails, or the run ends.
-func stopOnSignal(sigs <-chan os.Signal, failed <-chan struct{}, ctx context.Context, cancel func()) {
+// stopOnSignal cancels the run at the first of the stop signals stops
+// (SIGPIPE aside) and restores their default action, so that a second
+// one kills ds at once, whenever it comes until done is closed: during
+// the run, or while the capture ends (a write blocked on a FIFO nobody
+// reads). A failed capture cancels the run too.
+func stopOnSignal(sigs <-chan os.Signal, stops []os.Signal, failed <-chan struct{}, done <-chan struct{}, cancel func()) {
 	for {
 		select {
 		case sig := <-sigs:
 			if sig == syscall.SIGPIPE {
 				continue
 			}
-			signal.Reset(hostStopSignals...)
+			signal.Reset(stops...)
 			cancel()
 			return
 		case <-failed:
 			cancel()
-			return
-		case <-ctx.Done():
+			failed = nil
+		case <-done:
 			return
 		}
 	}
+}
+
+// notIgnored returns the signals of sigs that were not ignored when ds
+// started: under nohup, SIGHUP must stay ignored, and signal.Notify would
+// undo that.
+func notIgnored(sigs []os.Signal) []os.Signal {
+	var out []os.Signal
+	for _, s := range sigs {
+		if !signal.Ignored(s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // hostOptions reads and checks ds host's sampling flags: the schedule,
@@ -358,7 +414,7 @@ func (h *hostWarnings) report(channel string, err error) {
 		return
 	}
 	h.said[key] = true
-	fmt.Fprintf(h.w, "ds: warning: %s%s: %v (recorded as an error record; sampling goes on)\n", h.prefix, channel, err)
+	fmt.Fprintf(h.w, "ds: warning: %s%s: %v (recorded; sampling goes on)\n", h.prefix, channel, err)
 }
 
 // summary says how many samples of each channel failed, when any did more

@@ -42,8 +42,10 @@ host.net, host.gpu records) into the same stream, from before CMD starts
 until it exits, so that a stall in the output sits next to the CPU,
 network and GPU samples that explain it: ds log shows them in place, and
 ds series host.cpu -f host.total_percent prints them as a series. Host
-records go through the same queue as CMD's output: should the capture
-fall behind, they are dropped with it, and the loss is shown in place.
+records go through the same queue as CMD's output, and never wait: should
+the capture fall behind, they are dropped (with CMD's output, or alone
+under --backpressure, where CMD waits instead), and the loss is shown in
+place.
 --host-channels cpu,net samples only those (nvidia-smi is run for gpu:
 a host without it gets one host.gpu record saying so).
 
@@ -237,7 +239,7 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 	stopHost()
 	<-hostDone
 	cerr := cap.finish()
-	cap.warnLoss(c.Root().ErrWriter)
+	cap.warnLoss(c.Root().ErrWriter, opts.Backpressure)
 	warnPassThrough(c.Root().ErrWriter, res)
 	if cerr != nil && !(cap.toStdout && errors.Is(cerr, syscall.EPIPE)) {
 		// (-o - into a pipe whose reader went away is cmd | head: the

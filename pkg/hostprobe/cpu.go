@@ -429,10 +429,23 @@ const numPcts = 6
 // interval cannot be known.
 func cpuPercents(prev, cur CPUTicks, vals []float64) CPUPercents {
 	if cur.User < prev.User || cur.Nice < prev.Nice || cur.System < prev.System ||
-		cur.Idle < prev.Idle || cur.Iowait < prev.Iowait || cur.IRQ < prev.IRQ ||
-		cur.SoftIRQ < prev.SoftIRQ || cur.Steal < prev.Steal ||
+		cur.IRQ < prev.IRQ || cur.SoftIRQ < prev.SoftIRQ || cur.Steal < prev.Steal ||
 		cur.Guest < prev.Guest || cur.GuestNice < prev.GuestNice {
 		return CPUPercents{Reset: ResetBackwards}
+	}
+	// Idle and iowait may step back a few ticks on a NOHZ kernel, which
+	// keeps them apart from the tick counters (proc(5): "the iowait field
+	// … can decrease"): such a column counts 0 for this interval and the
+	// others stand, so that a busy series has no hole for it (sysstat
+	// does the same). A larger fall is a reset.
+	reset := ""
+	for _, c := range []struct{ p, c *uint64 }{{&prev.Idle, &cur.Idle}, {&prev.Iowait, &cur.Iowait}} {
+		if *c.c < *c.p {
+			if *c.p-*c.c > idleJitterTicks {
+				return CPUPercents{Reset: ResetBackwards}
+			}
+			*c.c, reset = *c.p, ResetIdleBackwards // prev and cur are copies
+		}
 	}
 	// Column deltas, summed as floats: no sum of counters can overflow.
 	user := float64(cur.User-prev.User) + float64(cur.Nice-prev.Nice)
@@ -450,8 +463,12 @@ func cpuPercents(prev, cur CPUTicks, vals []float64) CPUPercents {
 		vals[i] = percent(v, total)
 	}
 	return CPUPercents{TotalPct: &vals[0], UserPct: &vals[1], SystemPct: &vals[2],
-		IdlePct: &vals[3], IowaitPct: &vals[4], StealPct: &vals[5]}
+		IdlePct: &vals[3], IowaitPct: &vals[4], StealPct: &vals[5], Reset: reset}
 }
+
+// idleJitterTicks is the largest step back of idle or iowait taken as
+// NO_HZ accounting jitter rather than a reset (64 ticks: 0.64 s).
+const idleJitterTicks = 64
 
 // percent is 100·part/whole rounded to 0.01 and clamped to [0, 100].
 func percent(part, whole float64) float64 {

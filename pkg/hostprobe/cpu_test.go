@@ -262,13 +262,15 @@ func TestReadCPURules(t *testing.T) {
 		{
 			// NOHZ kernels let iowait step back a tick; the row is null
 			// and the next read computes from this one: no spike, no stop.
+			// iowait stepping back a tick (NO_HZ; proc(5)) counts 0 for
+			// the interval: the other shares stand, marked; no hole.
 			name: "iowait steps back one tick",
 			steps: []cpuStep{
 				{files: stat("cpu0 100 0 0 1000 10 0 0 0 0 0", "cpu1 100 0 0 1000 10 0 0 0 0 0"),
 					host: "2: null(first)", cores: []string{"cpu0 null(first)", "cpu1 null(first)"}},
 				{files: stat("cpu0 150 0 0 1050 10 0 0 0 0 0", "cpu1 150 0 0 1050 9 0 0 0 0 0"),
-					host:  "2: null(backwards)",
-					cores: []string{"cpu0 b=50 u=50 s=0 i=50 w=0 st=0", "cpu1 null(backwards)"}},
+					host:  "2: b=50 u=50 s=0 i=50 w=0 st=0 (idle_backwards)",
+					cores: []string{"cpu0 b=50 u=50 s=0 i=50 w=0 st=0", "cpu1 b=50 u=50 s=0 i=50 w=0 st=0 (idle_backwards)"}},
 				{files: stat("cpu0 200 0 0 1100 10 0 0 0 0 0", "cpu1 175 0 0 1125 9 0 0 0 0 0"),
 					host:  "2: b=37.5 u=37.5 s=0 i=62.5 w=0 st=0",
 					cores: []string{"cpu0 b=50 u=50 s=0 i=50 w=0 st=0", "cpu1 b=25 u=25 s=0 i=75 w=0 st=0"}},
@@ -338,6 +340,8 @@ func TestReadCPURules(t *testing.T) {
 				{files: stat("cpu0 0 0 0 100 5 0 0 0 0 0", "cpu1 0 0 0 100 0 0 0 0 0 0"),
 					host: "2: null(first)", cores: []string{"cpu0 null(first)", "cpu1 null(first)"}},
 				{files: stat("cpu0 10 0 0 190 4 0 0 0 0 0"),
+					host: "1: b=10 u=10 s=0 i=90 w=0 st=0 (idle_backwards)", cores: []string{"cpu0 b=10 u=10 s=0 i=90 w=0 st=0 (idle_backwards)", "cpu1 offline"}},
+				{files: stat("cpu0 20 0 0 100 4 0 0 0 0 0"),
 					host: "1: null(backwards)", cores: []string{"cpu0 null(backwards)", "cpu1 offline"}},
 			},
 		},
@@ -606,7 +610,7 @@ func TestCPUPercentsBounds(t *testing.T) {
 		}
 		pc := cpuPercents(a, b, vals)
 		ps := []*float64{pc.TotalPct, pc.UserPct, pc.SystemPct, pc.IdlePct, pc.IowaitPct, pc.StealPct}
-		if pc.Reset != "" {
+		if pc.Reset != "" && pc.Reset != ResetIdleBackwards {
 			for _, v := range ps {
 				if v != nil {
 					t.Fatalf("%+v → %+v: reset %s with values", a, b, pc.Reset)

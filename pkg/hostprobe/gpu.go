@@ -85,9 +85,10 @@ func (e *RowsError) result() error {
 // readGPURows reads nvidia-smi's rows from r (at most 16 MiB), calling
 // fn with each row's line number and fields. nvidia-smi's CSV is not
 // quoted, whatever a field holds: each line is one row, split at every
-// ',' (nvidia-smi writes ", "), each field trimmed of spaces; a name
-// holding a comma arrives as extra fields, which fn rejoins, and a '"' is
-// kept as it is, so a name holding one can never hide the rows after it.
+// ", " (nvidia-smi's separator), each field trimmed of spaces; a name
+// holding ", " arrives as extra fields, which fn rejoins as they were (a
+// "," without a space does not split), and a '"' is kept as it is, so a
+// name holding one can never hide the rows after it.
 // Rows that are empty or only spaces are skipped. An error of r is
 // returned.
 func readGPURows(r io.Reader, query string, fn func(line int, f []string)) error {
@@ -105,7 +106,10 @@ func readGPURows(r io.Reader, query string, fn func(line int, f []string)) error
 		}
 		f = f[:0]
 		for {
-			field, rest, more := strings.Cut(row, ",")
+			// nvidia-smi separates fields with ", " exactly: a name
+			// holding "," without a space stays whole, and one holding
+			// ", " is rejoined with ", " by the caller, as it was.
+			field, rest, more := strings.Cut(row, ", ")
 			f = append(f, strings.TrimSpace(field))
 			if !more {
 				break
@@ -150,8 +154,8 @@ func clipString(s string) string {
 }
 
 // freeText rejoins the fields f[from:to] of a free-text column that
-// readGPURows split at its commas. It cannot tell "a,b" from "a, b": it
-// rejoins with ", ", nvidia-smi's separator.
+// readGPURows split at ", ": it rejoins them with ", ", so the name comes
+// back as nvidia-smi printed it.
 func freeText(f []string, from, to int) string {
 	if to-from == 1 {
 		return f[from]
@@ -439,7 +443,10 @@ func (p *Prober) runSMI(ctx, rctx context.Context, timeout time.Duration, bin, q
 	cmd := exec.CommandContext(rctx, bin, query+"="+fields, gpuFormat)
 	var stdout, stderr cappedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A group of its own, to kill it with its children; killed too
+	// should ds die first (Pdeathsig: the thread that started it is one
+	// of the runtime's, which live as long as ds in practice).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	kill := st.killGroup
 	if kill == nil {
 		kill = func(pgid int) error { return syscall.Kill(-pgid, syscall.SIGKILL) }

@@ -643,3 +643,15 @@ func TestReadGPUReal(t *testing.T) {
 		}
 	}
 }
+
+// A name holding "," without a space stays as it is; one holding ", " is
+// rejoined as nvidia-smi printed it.
+func TestParseGPUNamesKeepCommas(t *testing.T) {
+	ps, err := ParseGPUProcesses(strings.NewReader("GPU-abc, 7, python c,d.py, 100\nGPU-abc, 8, import x, y, 200\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 2 || ps[0].Name != "python c,d.py" || ps[1].Name != "import x, y" {
+		t.Errorf("processes = %+v", ps)
+	}
+}

@@ -305,6 +305,11 @@ func (st *netState) forget(n int) {
 // NetCounters.array, for Wrapped.
 var netCounterNames = [8]string{"rx_bytes", "rx_packets", "rx_errors", "rx_dropped", "tx_bytes", "tx_packets", "tx_errors", "tx_dropped"}
 
+// maxNetRate bounds, per counter of NetCounters.array, a believable rate
+// per second: 2^40 bytes (about 8.8 Tbit/s, twenty 400GbE links) and 2^32
+// packets, errors or drops.
+var maxNetRate = [8]float64{1 << 40, 1 << 32, 1 << 32, 1 << 32, 1 << 40, 1 << 32, 1 << 32, 1 << 32}
+
 // netCounterPair gives, for each counter of NetCounters.array, the
 // counter whose rise makes a fall of this one a wrap under sysstat's rule
 // (packets for bytes, bytes for packets); -1: none, a fall is a reset.
@@ -318,7 +323,8 @@ func (c *NetCounters) array() [8]uint64 {
 
 // netRates sets the rates of ni from old to ni's counters over dt > 0
 // seconds. It returns ResetBackwards, with every rate null, when a
-// counter fell and sysstat's wrap rule does not hold for it; otherwise
+// counter fell and sysstat's wrap rule does not hold for it, and
+// ResetImplausible when one rose faster than maxNetRate; otherwise
 // "" and the names of the counters that wrapped.
 func netRates(ni *NetInterface, old *NetCounters, dt float64) (reset string, wrapped []string) {
 	cur, prev := ni.NetCounters.array(), old.array()
@@ -334,6 +340,14 @@ func netRates(ni *NetInterface, old *NetCounters, dt float64) (reset string, wra
 		}
 		deltas[i] = d
 		wrapped = append(wrapped, netCounterNames[i])
+	}
+	// A rise no link can carry in dt is a counter replaced (a device
+	// renamed onto another's name, a driver starting from garbage), not
+	// traffic: no absurd rate, ever.
+	for i, d := range deltas {
+		if float64(d)/dt > maxNetRate[i] {
+			return ResetImplausible, nil
+		}
 	}
 	rates := new([8]float64) // one allocation for all eight
 	for i, r := range [8]**float64{

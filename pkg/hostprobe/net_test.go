@@ -741,3 +741,22 @@ func TestReadNetRealProc(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// A forward jump no link can carry (a 64-bit counter from 1e9 to near
+// 2^64 with one more packet) gives null rates, not 4.6e19 bytes/s.
+func TestReadNetImplausibleJump(t *testing.T) {
+	prev := NetCounters{TxBytes: 1e9, TxPackets: 100}
+	cur := prev
+	cur.TxBytes, cur.TxPackets = 1<<64-10, 101
+	ni := NetInterface{NetCounters: cur}
+	if reset, _ := netRates(&ni, &prev, 0.1); reset != ResetImplausible || ni.TxBytesPerS != nil {
+		t.Errorf("reset %q, tx_bytes_per_s %v; want implausible and null", reset, ni.TxBytesPerS)
+	}
+	// A true 100 Gbit/s stays a rate.
+	cur = prev
+	cur.TxBytes, cur.TxPackets = prev.TxBytes+1_250_000_000, prev.TxPackets+900_000
+	ni = NetInterface{NetCounters: cur}
+	if reset, _ := netRates(&ni, &prev, 0.1); reset != "" || ni.TxBytesPerS == nil || *ni.TxBytesPerS != 12.5e9 {
+		t.Errorf("100 Gbit/s: reset %q, rate %v", reset, ni.TxBytesPerS)
+	}
+}

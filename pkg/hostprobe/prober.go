@@ -150,21 +150,24 @@ func readFile(name string) ([]byte, error) {
 // opened again, or the error returned), so that a tick
 // costs one pread per file and its end-of-file read instead of open, read,
 // read and close: opening a proc file walks its path, and this is most of
-// a sample's cost. At most maxOpenProcFiles stay open; files elsewhere
-// (fixture trees, which tests rewrite) are opened at each read.
+// a sample's cost. At most maxOpenProcFiles stay open (the least recently
+// read is closed to open another); files elsewhere (fixture trees, which
+// tests rewrite) are opened at each read.
 var procFiles = openFiles{fds: map[string]*openFile{}}
 
 // maxOpenProcFiles bounds the descriptors procFiles holds.
 const maxOpenProcFiles = 32
 
 type openFiles struct {
-	mu  sync.Mutex
-	fds map[string]*openFile
+	mu    sync.Mutex
+	fds   map[string]*openFile
+	clock uint64 // counts reads, for evicting the least recently read
 }
 
 type openFile struct {
-	fd  int
-	buf []byte // what the last read used, kept for the next
+	fd   int
+	buf  []byte // what the last read used, kept for the next
+	used uint64 // o.clock at the last read
 }
 
 // read reads name whole from a descriptor kept open, and returns a copy;
@@ -175,16 +178,18 @@ func (o *openFiles) read(name string) ([]byte, bool) {
 	defer o.mu.Unlock()
 	f := o.fds[name]
 	if f == nil {
-		if len(o.fds) >= maxOpenProcFiles {
-			return nil, false
-		}
 		fd, err := syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 		if err != nil {
 			return nil, false
 		}
+		if len(o.fds) >= maxOpenProcFiles {
+			o.evictLocked() // a file no longer read (a cgroup left behind)
+		}
 		f = &openFile{fd: fd, buf: make([]byte, 8192)}
 		o.fds[name] = f
 	}
+	o.clock++
+	f.used = o.clock
 	n := 0
 	for {
 		if n == len(f.buf) {
@@ -208,6 +213,18 @@ func (o *openFiles) read(name string) ([]byte, bool) {
 	syscall.Close(f.fd)
 	delete(o.fds, name)
 	return nil, false
+}
+
+// evictLocked closes the least recently read file.
+func (o *openFiles) evictLocked() {
+	var oldest string
+	for name, f := range o.fds {
+		if oldest == "" || f.used < o.fds[oldest].used {
+			oldest = name
+		}
+	}
+	syscall.Close(o.fds[oldest].fd)
+	delete(o.fds, oldest)
 }
 
 // maxProcFile is the largest proc or sys file readFile takes: /proc/stat

@@ -30,6 +30,14 @@ const (
 	ResetNoTime      = "no_time"      // no time passed between the two reads, or every counter stood still
 	ResetNewLife     = "incarnation"  // the interface or CPU came back after it was gone: its counters start a new incarnation
 	ResetCPUsChanged = "cpus_changed" // host: CPUs came or went; the totals are summed over the CPUs online at both reads
+	// ResetImplausible: a counter rose faster than any link can carry
+	// (over 2^40 bytes or 2^32 packets a second): a counter replaced, not
+	// traffic.
+	ResetImplausible = "implausible"
+	// ResetIdleBackwards marks values that are there: idle or iowait
+	// stepped back a few ticks (NO_HZ accounting, proc(5)), and counted 0
+	// for the interval; the other shares stand.
+	ResetIdleBackwards = "idle_backwards"
 )
 
 // Sample is the head of every host record: what it is and the time it
@@ -280,7 +288,7 @@ type NetInterface struct {
 	RxDroppedPerS *float64 `json:"rx_dropped_per_s"`
 	TxDroppedPerS *float64 `json:"tx_dropped_per_s"`
 	// Reset says why the rates are null (ResetFirst, ResetNewLife,
-	// ResetBackwards, ResetNoTime).
+	// ResetBackwards, ResetImplausible, ResetNoTime).
 	Reset string `json:"reset,omitempty"`
 	// Wrapped names the counters taken to have wrapped at their width
 	// (sysstat's rule: bytes fell while packets rose, and the old value

@@ -103,7 +103,9 @@ func (c Channels) on(i int) bool {
 }
 
 // NewSampler registers the selected channels on sub (JsonRecord channels
-// named ChannelCPU, … with their Schema names) and returns a sampler. It
+// named ChannelCPU, …, whose catalog schema is the channel name, as
+// DESIGN.md §4 gives them; each record's own "schema" member is the
+// seed's versioned name, SchemaCPU, …) and returns a sampler. It
 // returns an error when Interval is below MinInterval, Count or Duration
 // is negative, or a registration fails (a channel of that name registered
 // before with another content).
@@ -122,7 +124,7 @@ func NewSampler(p *Prober, sub Submitter, opts SamplerOptions) (*Sampler, error)
 		if !opts.Channels.on(i) {
 			continue
 		}
-		id, err := sub.RegisterChannel(channelNames[i], frames.JSONRecord(channelSchemas[i]))
+		id, err := sub.RegisterChannel(channelNames[i], frames.JSONRecord(channelNames[i]))
 		if err != nil {
 			return nil, fmt.Errorf("register %s: %w", channelNames[i], err)
 		}
@@ -193,34 +195,50 @@ func (s *Sampler) Run(ctx context.Context) error {
 
 	var gpuTicks chan struct{}
 	gpuDone, gpuGone := make(chan struct{}), make(chan struct{})
+	gpuCtx, gpuCancel := context.WithCancel(ctx)
+	defer gpuCancel()
 	if ch.GPU {
 		// Unbuffered: a tick reaches the GPU goroutine only when it
 		// waits for one, so a tick that finds nvidia-smi still running
 		// is skipped (and counted), never queued to run late.
 		gpuTicks = make(chan struct{})
-		go s.runGPU(ctx, gpuTicks, gpuDone, gpuGone)
+		go s.runGPU(gpuCtx, gpuTicks, gpuDone, gpuGone)
 	} else {
 		close(gpuDone)
 	}
+	// stopGPU ends GPU sampling: a sample in flight gets at most
+	// max(Interval, 1s) more (one stuck in a hung nvidia-smi is then cut
+	// short, and recorded as such), so that the end of a run is not held
+	// up by the GPU timeout.
 	stopGPU := func() {
 		if gpuTicks != nil {
 			close(gpuTicks)
 		}
-		<-gpuDone
+		t := time.NewTimer(max(s.opts.Interval, time.Second))
+		defer t.Stop()
+		select {
+		case <-gpuDone:
+		case <-t.C:
+			gpuCancel()
+			<-gpuDone
+		}
 	}
 	var nothingLeft <-chan struct{} // closed when no channel is left to sample
 	if ch == (Channels{GPU: true}) {
 		nothingLeft = gpuGone
 	}
+
+	// The schedule starts now, after the priming reads and the GPU
+	// goroutine's start: slot k is due at start + k×Interval.
+	start = time.Now()
+	t := time.NewTicker(s.opts.Interval)
+	defer t.Stop()
 	var end <-chan time.Time
 	if s.opts.Duration > 0 {
 		timer := time.NewTimer(s.opts.Duration)
 		defer timer.Stop()
 		end = timer.C
 	}
-
-	t := time.NewTicker(s.opts.Interval)
-	defer t.Stop()
 	last, taken, lastSlot := start, 0, 0
 	for {
 		var final bool
@@ -228,8 +246,9 @@ func (s *Sampler) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			// The last sample, unless one was just taken (too short to
 			// say anything); always when none was taken at all.
-			if taken == 0 || time.Since(last) >= MinInterval {
-				s.sampleFast(0)
+			if now := time.Now(); taken == 0 || now.Sub(last) >= MinInterval {
+				slot := int((now.Sub(start) + s.opts.Interval/2) / s.opts.Interval)
+				s.sampleFast(max(0, slot-lastSlot-1))
 			}
 			stopGPU()
 			return nil
@@ -237,7 +256,7 @@ func (s *Sampler) Run(ctx context.Context) error {
 			stopGPU()
 			return fmt.Errorf("nothing to sample: %w", ErrNoGPU)
 		case <-end:
-			if time.Since(last) < MinInterval {
+			if taken > 0 && time.Since(last) < MinInterval {
 				stopGPU()
 				return nil
 			}
@@ -273,42 +292,72 @@ func (s *Sampler) Run(ctx context.Context) error {
 	}
 }
 
-// runGPU takes a GPU sample for each tick received, until ticks is closed.
-// A host without nvidia-smi gets one record saying so, gone is closed, and
-// the goroutine ends. A sample cut short by the end of the run (ctx) is
-// recorded as such.
+// runGPU takes a GPU sample for each tick received, until ticks is
+// closed; then, if it took none (a run shorter than one interval: a short
+// wrapped command), it takes one, so that every run says what its GPUs
+// did or that there are none. A host without nvidia-smi gets one record
+// saying so, gone is closed, and the goroutine ends. A sample cut short by
+// the end of the run (ctx) is recorded as such.
 func (s *Sampler) runGPU(ctx context.Context, ticks <-chan struct{}, done, gone chan<- struct{}) {
 	defer close(done)
+	taken := false
 	for range ticks {
-		now := time.Now()
-		rec, err := s.p.ReadGPU(ctx, now)
-		took := time.Since(now)
-		if errors.Is(err, ErrNoGPU) {
-			rec = &GPURecord{Sample: Sample{Schema: SchemaGPU, SampleUnixMS: now.UnixMilli(), Error: err.Error()}}
-			s.submit(chGPU, now, rec, &rec.Sample, nil)
-			s.report(chGPU, err)
-			s.afterTick()
+		taken = true
+		if s.gpuSample(ctx) {
 			close(gone)
 			return // later ticks find no receiver: nothing wakes for them
 		}
-		if err != nil && ctx.Err() != nil {
-			err = fmt.Errorf("sampling ended while nvidia-smi was running (after %v); it was stopped", took.Round(time.Millisecond))
-		}
-		if err != nil {
-			// An error record that still says how long it took and which
-			// ticks were skipped (a hung nvidia-smi makes ticks skip).
-			rec = &GPURecord{Sample: Sample{Schema: SchemaGPU, SampleUnixMS: now.UnixMilli()}, Available: true,
-				DurationMS: float64(took) / float64(time.Millisecond)}
-		}
-		rec.SkippedTicks = int(s.gpuSkipped.Swap(0))
-		s.submit(chGPU, now, rec, &rec.Sample, err)
-		if err == nil && rec.ParseError != "" {
-			// Kept in the record, and said: rows nvidia-smi printed
-			// that could not be read (whole or in part).
-			s.report(chGPU, errors.New(rec.ParseError))
-		}
-		s.afterTick()
 	}
+	if !taken {
+		// The run is over (ctx may be done: Ctrl-C, the command exited);
+		// this one sample is still bounded by the GPU timeout, and a
+		// second Ctrl-C kills ds.
+		if s.gpuSample(context.WithoutCancel(ctx)) {
+			close(gone)
+		}
+	}
+}
+
+// gpuSample takes and submits one GPU sample; it reports whether
+// nvidia-smi is not there (ErrNoGPU: one record says so).
+func (s *Sampler) gpuSample(ctx context.Context) (gone bool) {
+	now := time.Now()
+	rec, err := s.p.ReadGPU(ctx, now)
+	took := time.Since(now)
+	if errors.Is(err, ErrNoGPU) {
+		rec = &GPURecord{Sample: Sample{Schema: SchemaGPU, SampleUnixMS: now.UnixMilli(), Error: err.Error()}}
+		s.submit(chGPU, now, rec, &rec.Sample, nil)
+		s.report(chGPU, err)
+		s.afterTick()
+		return true
+	}
+	cut := ""
+	if err != nil && ctx.Err() != nil {
+		// Not the GPU's failure: said in the record, not counted as an
+		// error nor reported.
+		cut = fmt.Sprintf("sampling ended while nvidia-smi was running (after %v); it was stopped", took.Round(time.Millisecond))
+		err = nil
+	}
+	if err == nil && cut == "" && len(rec.GPUs) == 0 && rec.ParseError != "" {
+		// nvidia-smi answered, and nothing of it could be read: a failed
+		// sample, whose record keeps what was said.
+		err = errors.New(rec.ParseError)
+	}
+	if rec == nil {
+		// An error record that still says how long it took and which
+		// ticks were skipped (a hung nvidia-smi makes ticks skip).
+		rec = &GPURecord{Sample: Sample{Schema: SchemaGPU, SampleUnixMS: now.UnixMilli(), Error: cut}, Available: true,
+			DurationMS: float64(took) / float64(time.Millisecond)}
+	}
+	rec.SkippedTicks = int(s.gpuSkipped.Swap(0))
+	s.submit(chGPU, now, rec, &rec.Sample, err)
+	if err == nil && rec.ParseError != "" {
+		// Kept in the record, and said: rows nvidia-smi printed that
+		// could not be read (whole or in part).
+		s.report(chGPU, fmt.Errorf("%s (kept in the record's parse_error)", rec.ParseError))
+	}
+	s.afterTick()
+	return false
 }
 
 func (s *Sampler) afterTick() {

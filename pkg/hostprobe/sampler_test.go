@@ -66,8 +66,8 @@ func TestSamplerRecordsEveryChannel(t *testing.T) {
 	want := []string{ChannelCPU, ChannelMem, ChannelNet, ChannelGPU}
 	for i, name := range want {
 		c := st.content[i]
-		if st.names[i] != name || c.Kind != frames.KindJSONRecord || c.Schema == nil || *c.Schema != channelSchemas[i] {
-			t.Errorf("channel %d = %s %+v, want %s JSONRecord(%s)", i+1, st.names[i], c, name, channelSchemas[i])
+		if st.names[i] != name || c.Kind != frames.KindJSONRecord || c.Schema == nil || *c.Schema != channelNames[i] {
+			t.Errorf("channel %d = %s %+v, want %s JSONRecord(%s)", i+1, st.names[i], c, name, channelNames[i])
 		}
 	}
 	if err := s.Run(context.Background()); err != nil {
@@ -236,7 +236,7 @@ func TestSamplerScheduleSkipsOverrunTicks(t *testing.T) {
 func TestSamplerHungGPUDelaysNothing(t *testing.T) {
 	dir := t.TempDir()
 	cpuWriteTree(t, dir, sampleProc)
-	p := &Prober{ProcRoot: dir, SysRoot: filepath.Join(dir, "nosys"), NvidiaSMI: fakeSMI(t, "hang"), GPUTimeout: time.Second}
+	p := &Prober{ProcRoot: dir, SysRoot: filepath.Join(dir, "nosys"), NvidiaSMI: fakeSMI(t, "hang"), GPUTimeout: 500 * time.Millisecond}
 	var st fakeStream
 	s, err := NewSampler(p, &st, SamplerOptions{Interval: 20 * time.Millisecond, Duration: 200 * time.Millisecond})
 	if err != nil {
@@ -251,7 +251,7 @@ func TestSamplerHungGPUDelaysNothing(t *testing.T) {
 		t.Errorf("host.cpu: %d ticks, want 10", slots(cpu))
 	}
 	// Every CPU sample was taken long before the hung nvidia-smi was
-	// killed (at 1s).
+	// killed (at 0.5 s).
 	last := cpu[len(cpu)-1]["sample_unix_ms"].(float64)
 	if d := time.UnixMilli(int64(last)).Sub(start); d > 700*time.Millisecond {
 		t.Errorf("last CPU sample %v after the start: held up by the GPU", d)
@@ -261,7 +261,7 @@ func TestSamplerHungGPUDelaysNothing(t *testing.T) {
 		t.Fatalf("host.gpu: %d records, want the one hung sample: %v", len(gpu), gpu)
 	}
 	e, _ := gpu[0]["error"].(string)
-	if k, _ := gpu[0]["skipped_ticks"].(float64); !strings.Contains(e, "did not answer within 1s") || k != 9 {
+	if k, _ := gpu[0]["skipped_ticks"].(float64); !strings.Contains(e, "did not answer within 500ms") || k != 9 {
 		t.Errorf("host.gpu record: error %q skipped_ticks %v, want a timeout and the 9 other ticks skipped", e, k)
 	}
 }
@@ -288,5 +288,78 @@ func TestSamplerGPUEveryTick(t *testing.T) {
 		if gs, _ := r["gpus"].([]any); r["error"] != nil && len(gs) == 0 {
 			t.Errorf("host.gpu record %v: want GPUs", r)
 		}
+	}
+}
+
+// --duration shorter than MinInterval still records its one sample, at D.
+func TestSamplerShortDuration(t *testing.T) {
+	dir := t.TempDir()
+	cpuWriteTree(t, dir, sampleProc)
+	p := &Prober{ProcRoot: dir, SysRoot: filepath.Join(dir, "nosys")}
+	var st fakeStream
+	s, err := NewSampler(p, &st, SamplerOptions{Interval: time.Second, Duration: 5 * time.Millisecond, Channels: Channels{CPU: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(st.recordsOf(ChannelCPU)); n != 1 {
+		t.Errorf("%d records, want the one at the end of the duration", n)
+	}
+}
+
+// A GPU sample cut short by the end of the run (Ctrl-C, the wrapped
+// command exiting) is recorded as such, and is not an error.
+func TestSamplerGPUCutShort(t *testing.T) {
+	dir := t.TempDir()
+	cpuWriteTree(t, dir, sampleProc)
+	p := &Prober{ProcRoot: dir, SysRoot: filepath.Join(dir, "nosys"), NvidiaSMI: fakeSMI(t, "hang"), GPUTimeout: time.Minute}
+	var st fakeStream
+	var errs []string
+	s, err := NewSampler(p, &st, SamplerOptions{Interval: 20 * time.Millisecond, Channels: Channels{GPU: true},
+		OnError: func(ch string, err error) { errs = append(errs, err.Error()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gpu := st.recordsOf(ChannelGPU)
+	if len(gpu) != 1 {
+		t.Fatalf("host.gpu: %v, want one record", gpu)
+	}
+	if e, _ := gpu[0]["error"].(string); !strings.Contains(e, "sampling ended while nvidia-smi was running") {
+		t.Errorf("record error %q", e)
+	}
+	if st := s.Stats(); st[0].Errors != 0 || len(errs) != 0 {
+		t.Errorf("stats %+v, reported %q: a cut-short sample is no error", st, errs)
+	}
+}
+
+// A run shorter than one interval (a short wrapped command) still gets a
+// GPU sample, taken at its end.
+func TestSamplerShortRunGPU(t *testing.T) {
+	dir := t.TempDir()
+	cpuWriteTree(t, dir, sampleProc)
+	p := &Prober{ProcRoot: dir, SysRoot: filepath.Join(dir, "nosys"), NvidiaSMI: fakeSMI(t, "good")}
+	var st fakeStream
+	s, err := NewSampler(p, &st, SamplerOptions{Interval: time.Hour, Channels: Channels{CPU: true, GPU: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gpu := st.recordsOf(ChannelGPU)
+	if len(gpu) != 1 || gpu[0]["error"] != nil {
+		t.Fatalf("host.gpu = %v, want one good sample", gpu)
+	}
+	if gs, _ := gpu[0]["gpus"].([]any); len(gs) == 0 {
+		t.Errorf("host.gpu record without GPUs: %v", gpu[0])
 	}
 }
