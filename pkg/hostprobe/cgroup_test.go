@@ -13,12 +13,7 @@ import (
 )
 
 func TestParseCgroup(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    CgroupPaths
-		wantErr string
-	}{
+	runParseCases(t, ParseCgroup, []parseCase[CgroupPaths]{
 		{name: "v2", in: "0::/user.slice/user-1000.slice/session-2.scope\n",
 			want: CgroupPaths{Unified: "/user.slice/user-1000.slice/session-2.scope"}},
 		{name: "v2 in a cgroup namespace", in: "0::/\n", want: CgroupPaths{Unified: "/"}},
@@ -35,21 +30,7 @@ func TestParseCgroup(t *testing.T) {
 		{name: "bad id", in: "x::/\n", wantErr: `line 1: want "ID:controllers:path"`},
 		{name: "relative path", in: "0::x\n", wantErr: `line 1: path "x" does not begin with /`},
 		{name: "no path", in: "2:cpu:\n", wantErr: `line 1: path "" does not begin with /`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseCgroup(strings.NewReader(tt.in))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Errorf("got %+v, %v; want %+v", got, err, tt.want)
-			}
-		})
-	}
+	})
 }
 
 func TestParseCPUMax(t *testing.T) {
@@ -86,12 +67,7 @@ func TestParseCPUMax(t *testing.T) {
 }
 
 func TestParseCgroupCPUStat(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    CgroupCPUStat
-		wantErr string
-	}{
+	runParseCases(t, ParseCgroupCPUStat, []parseCase[CgroupCPUStat]{
 		{name: "v2", in: "usage_usec 10\nuser_usec 6\nsystem_usec 4\nnr_periods 100\nnr_throttled 7\nthrottled_usec 900\nnr_bursts 0\nburst_usec 0\n",
 			want: CgroupCPUStat{UsageUS: 10, UserUS: 6, SystemUS: 4, HasUsage: true, NrPeriods: 100, NrThrottled: 7, ThrottledUS: 900}},
 		{name: "v2 without the cpu controller", in: "usage_usec 10\nuser_usec 6\nsystem_usec 4\n",
@@ -103,21 +79,7 @@ func TestParseCgroupCPUStat(t *testing.T) {
 		{name: "no value", in: "nr_periods 1\nnr_throttled\n", wantErr: `parse cpu.stat: line 2: want "key value", have "nr_throttled"`},
 		{name: "bad value", in: "usage_usec -5\n", wantErr: `line 1: usage_usec: invalid value "-5"`},
 		{name: "extra field", in: "usage_usec 5 6\n", wantErr: `line 1: want "key value"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseCgroupCPUStat(strings.NewReader(tt.in))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Errorf("got %+v, %v; want %+v", got, err, tt.want)
-			}
-		})
-	}
+	})
 }
 
 func TestParseCgroupValue(t *testing.T) {

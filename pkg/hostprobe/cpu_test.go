@@ -106,12 +106,7 @@ func TestParseStat(t *testing.T) {
 		t.Fatal(err)
 	}
 	longIntr := "intr " + strings.Repeat("1234567 ", 20000) + "\n" // past bufio.Scanner's 64 KiB
-	tests := []struct {
-		name    string
-		in      string
-		want    Stat
-		wantErr string
-	}{
+	runParseCases(t, ParseStat, []parseCase[Stat]{
 		{
 			name: "conformance §5.1",
 			in:   string(conf),
@@ -156,24 +151,7 @@ func TestParseStat(t *testing.T) {
 		{name: "huge CPU number", in: "cpu 1 2 3 4\ncpu99999999 1 2 3 4\n", wantErr: `line 2: bad CPU number`},
 		{name: "second cpu row", in: "cpu 1 2 3 4\ncpu 1 2 3 4\n", wantErr: `line 2: second "cpu" row`},
 		{name: "CPU listed twice", in: "cpu 1 2 3 4\ncpu0 1 2 3 4\ncpu1 1 2 3 4\ncpu0 1 2 3 4\n", wantErr: `line 4: cpu0 listed twice`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseStat(strings.NewReader(tt.in))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got %+v\nwant %+v", got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 // TestStatConformance51 is CONFORMANCE.md §5.1 through a Prober: two
@@ -514,12 +492,7 @@ func TestReadCPULoadavg(t *testing.T) {
 }
 
 func TestParseLoadavg(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    Loadavg
-		wantErr string
-	}{
+	runParseCases(t, ParseLoadavg, []parseCase[Loadavg]{
 		{name: "conformance §5.3", in: "1.25 0.75 0.50 1/234 5678\n", want: Loadavg{1.25, 0.75, 0.5, 1, 234, 5678}},
 		{name: "averages only", in: "0.00 0.01 0.05", want: Loadavg{Load1: 0, Load5: 0.01, Load15: 0.05}},
 		{name: "no pid", in: "3 2 1 7/70\n", want: Loadavg{3, 2, 1, 7, 70, 0}},
@@ -533,21 +506,7 @@ func TestParseLoadavg(t *testing.T) {
 		{name: "bad pid", in: "1 2 3 1/234 -5\n", wantErr: `field 5: invalid pid "-5"`},
 		{name: "extra field", in: "1 2 3 1/234 5 6\n", wantErr: `line 1: unexpected field "6"`},
 		{name: "second line", in: "1 2 3\n4 5 6\n", wantErr: "line 2: unexpected second line"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseLoadavg(strings.NewReader(tt.in))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Errorf("got %+v, %v; want %+v", got, err, tt.want)
-			}
-		})
-	}
+	})
 }
 
 func TestParseCPUList(t *testing.T) {

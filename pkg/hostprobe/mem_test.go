@@ -11,12 +11,7 @@ import (
 )
 
 func TestParseMeminfo(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    map[string]uint64
-		wantErr string
-	}{
+	runParseCases(t, ParseMeminfo, []parseCase[map[string]uint64]{
 		{name: "kB, counts, parentheses",
 			in:   "MemTotal:       16318056 kB\nActive(anon):    4123456 kB\nHugePages_Total:       3\nHugepagesize:       2048 kB\n",
 			want: map[string]uint64{"MemTotal": 16318056 * 1024, "Active(anon)": 4123456 * 1024, "HugePages_Total": 3, "Hugepagesize": 2048 * 1024}},
@@ -33,21 +28,7 @@ func TestParseMeminfo(t *testing.T) {
 		{name: "kB past 2^64 bytes", in: "MemTotal: 18014398509481984 kB\n", wantErr: `line 1: MemTotal: invalid unit "kB" for 18014398509481984`},
 		{name: "largest kB", in: "MemTotal: 18014398509481983 kB\n", want: map[string]uint64{"MemTotal": 18014398509481983 * 1024}},
 		{name: "trailing field", in: "MemTotal: 5 kB extra\n", wantErr: `line 1: MemTotal: unexpected "extra"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseMeminfo(strings.NewReader(tt.in))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got %v, %v; want %v", got, err, tt.want)
-			}
-		})
-	}
+	})
 }
 
 // memU and memF read a nullable member for comparisons; -1 for null.
