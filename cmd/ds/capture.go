@@ -256,6 +256,12 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 	}
 	label := o.Label
 	desc := frames.StreamDescriptor{Stream: frames.StreamID{Node: frames.NodeID(node), Life: frames.Life(life)}, Label: &label, Origin: origin}
+	if o.Append && c.file != nil {
+		if err := checkNewStream(c.file, c.name, desc.Stream); err != nil {
+			c.closeFile()
+			return nil, err
+		}
+	}
 	if o.Queue <= 0 || o.Queue > frames.MaxMuxCapacity {
 		return nil, usagef("--queue %d: want 1 to %d frames", o.Queue, frames.MaxMuxCapacity)
 	}
@@ -381,6 +387,35 @@ func checkCaptureHead(name string) error {
 		return nil
 	case string(head[:n]) != wireformat.Magic:
 		return fmt.Errorf("--append: %s is not a ds capture (its first bytes are not a DSS segment header); not appending to it", name)
+	}
+	return nil
+}
+
+// checkNewStream refuses to append stream to the capture w when a segment
+// of f already belongs to it (an explicit --life given twice): its
+// positions would start again at 0 beside the first copy's, and every
+// view would take one for the other's duplicates, hiding a run. It reads
+// the segment headers only (segments.BackWalker), under the lock
+// openCapture took; a file that is not a regular file, or is empty, has
+// none.
+func checkNewStream(w *os.File, name string, stream frames.StreamID) error {
+	fi, err := w.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
+		return nil
+	}
+	f, err := os.Open(name) // w is write-only
+	if err != nil {
+		return fmt.Errorf("--append: %w", err)
+	}
+	defer f.Close()
+	spans, err := segments.NewBackWalker(f, fi.Size()).All()
+	if err != nil {
+		return fmt.Errorf("--append: read %s: %w", name, err)
+	}
+	for _, sp := range spans {
+		if sp.Header != nil && sp.Header.Stream.Stream == stream {
+			return usagef("--append: stream %s is already in %s: a second run with the same --node and --life would start its positions again beside the first and hide one of them; give another --life (or none: each run gets its own)", stream, name)
+		}
 	}
 	return nil
 }
