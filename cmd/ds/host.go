@@ -210,7 +210,8 @@ func hostAction(ctx context.Context, c *cli.Command) error {
 	runErr := runSampler(runCtx, sampler, p, stderr)
 	cancel()
 	cerr := cap.finish()
-	warn.summary()
+	stats := sampler.Stats()
+	warn.summary(stats)
 	if n := sampler.Dropped(); n > 0 {
 		fmt.Fprintf(stderr, "ds: warning: %d host records were dropped: the capture %s could not keep up (ds log shows where)\n", n, cap.name)
 	}
@@ -220,14 +221,14 @@ func hostAction(ctx context.Context, c *cli.Command) error {
 		// A sampler's only output is its capture: the reader going away
 		// (ds host -o - | ssh … whose connection broke) ends the run,
 		// and is not a clean end.
-		errs = append(errs, fmt.Errorf("host: the capture's reader went away (stdout: %v); sampling stopped after %d samples", cerr, sampler.Stats()[0].Records))
+		errs = append(errs, fmt.Errorf("host: the capture's reader went away (stdout: %v); sampling stopped after %d samples", cerr, stats[0].Records))
 	case cerr != nil:
 		errs = append(errs, fmt.Errorf("capture %s: %w", cap.name, cerr))
 	}
 	if runErr != nil {
 		errs = append(errs, fmt.Errorf("host: %w", runErr))
 	}
-	for _, st := range sampler.Stats() {
+	for _, st := range stats {
 		if st.Records > 0 && st.Errors == st.Records {
 			errs = append(errs, fmt.Errorf("host: %s: every sample failed (%d; the error records say why)", st.Channel, st.Records))
 		}
@@ -388,7 +389,6 @@ type hostWarnings struct {
 	prefix   string
 	gpuAsked bool
 	said     map[string]bool
-	failed   map[string]int
 }
 
 // maxHostWarnings bounds the distinct warnings said (messages can name
@@ -396,7 +396,7 @@ type hostWarnings struct {
 const maxHostWarnings = 20
 
 func newHostWarnings(w io.Writer, prefix string, gpuAsked bool) *hostWarnings {
-	return &hostWarnings{w: w, prefix: prefix, gpuAsked: gpuAsked, said: map[string]bool{}, failed: map[string]int{}}
+	return &hostWarnings{w: w, prefix: prefix, gpuAsked: gpuAsked, said: map[string]bool{}}
 }
 
 func (h *hostWarnings) report(channel string, err error) {
@@ -408,7 +408,6 @@ func (h *hostWarnings) report(channel string, err error) {
 		}
 		return
 	}
-	h.failed[channel]++
 	key := channel + "\x00" + err.Error()
 	if h.said[key] || len(h.said) >= maxHostWarnings {
 		return
@@ -417,14 +416,12 @@ func (h *hostWarnings) report(channel string, err error) {
 	fmt.Fprintf(h.w, "ds: warning: %s%s: %v (recorded; sampling goes on)\n", h.prefix, channel, err)
 }
 
-// summary says how many samples of each channel failed, when any did more
-// than once.
-func (h *hostWarnings) summary() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, ch := range []string{hostprobe.ChannelCPU, hostprobe.ChannelMem, hostprobe.ChannelNet, hostprobe.ChannelGPU} {
-		if n := h.failed[ch]; n > 1 {
-			fmt.Fprintf(h.w, "ds: warning: %s%s: %d samples failed (error records in the capture)\n", h.prefix, ch, n)
+// summary says how many samples of each channel failed, from the
+// sampler's counts of error records, when any did more than once.
+func (h *hostWarnings) summary(stats []hostprobe.ChannelStats) {
+	for _, st := range stats {
+		if st.Errors > 1 {
+			fmt.Fprintf(h.w, "ds: warning: %s%s: %d samples failed (error records in the capture)\n", h.prefix, st.Channel, st.Errors)
 		}
 	}
 }
