@@ -775,3 +775,24 @@ func BenchmarkReadMemCgroup(b *testing.B) {
 		}
 	}
 }
+
+// A cgroup block whose quota or limit could not be read says where and
+// why, and holds no zeros that would read as "no quota, no usage".
+func TestCgroupErrorBlockHasNoZeros(t *testing.T) {
+	for _, v := range []any{
+		CgroupCPU{Version: 2, Path: "/a", Error: "parse /sys/fs/cgroup/a/cpu.max: line 1: garbage"},
+		CgroupMem{Version: 1, Path: "/b", Error: "read memory.limit_in_bytes: permission denied"},
+	} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "quota") || strings.Contains(string(b), "usage") || !strings.Contains(string(b), `"error":`) {
+			t.Errorf("%T: %s", v, b)
+		}
+	}
+	b, _ := json.Marshal(CgroupCPU{Version: 2, Path: "/", QuotaUS: 50000, PeriodUS: 100000, QuotaCPUs: 0.5})
+	if !strings.Contains(string(b), `"quota_us":50000`) || !strings.Contains(string(b), `"nr_throttled":0`) {
+		t.Errorf("a block with a quota: %s", b)
+	}
+}

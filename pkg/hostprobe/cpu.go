@@ -433,19 +433,21 @@ func cpuPercents(prev, cur CPUTicks, vals []float64) CPUPercents {
 		cur.Guest < prev.Guest || cur.GuestNice < prev.GuestNice {
 		return CPUPercents{Reset: ResetBackwards}
 	}
-	// Idle and iowait may step back a few ticks on a NOHZ kernel, which
-	// keeps them apart from the tick counters (proc(5): "the iowait field
-	// … can decrease"): such a column counts 0 for this interval and the
-	// others stand, so that a busy series has no hole for it (sysstat
-	// does the same). A larger fall is a reset.
+	// Iowait may step back a few ticks on a NOHZ kernel (proc(5): "the
+	// iowait field … can decrease"; the time moves to idle): it counts 0
+	// for this interval and the other shares stand, so that a busy series
+	// has no hole for it (sysstat does the same). Idle falling, or iowait
+	// falling more, is a reset: counting such a column 0 would make the
+	// interval look busy (a spike).
+	if cur.Idle < prev.Idle {
+		return CPUPercents{Reset: ResetBackwards}
+	}
 	reset := ""
-	for _, c := range []struct{ p, c *uint64 }{{&prev.Idle, &cur.Idle}, {&prev.Iowait, &cur.Iowait}} {
-		if *c.c < *c.p {
-			if *c.p-*c.c > idleJitterTicks {
-				return CPUPercents{Reset: ResetBackwards}
-			}
-			*c.c, reset = *c.p, ResetIdleBackwards // prev and cur are copies
+	if cur.Iowait < prev.Iowait {
+		if prev.Iowait-cur.Iowait > idleJitterTicks {
+			return CPUPercents{Reset: ResetBackwards}
 		}
+		cur.Iowait, reset = prev.Iowait, ResetIowaitBackwards // cur is a copy
 	}
 	// Column deltas, summed as floats: no sum of counters can overflow.
 	user := float64(cur.User-prev.User) + float64(cur.Nice-prev.Nice)
@@ -466,8 +468,8 @@ func cpuPercents(prev, cur CPUTicks, vals []float64) CPUPercents {
 		IdlePct: &vals[3], IowaitPct: &vals[4], StealPct: &vals[5], Reset: reset}
 }
 
-// idleJitterTicks is the largest step back of idle or iowait taken as
-// NO_HZ accounting jitter rather than a reset (64 ticks: 0.64 s).
+// idleJitterTicks is the largest step back of iowait taken as NO_HZ
+// accounting jitter rather than a reset (64 ticks: 0.64 s).
 const idleJitterTicks = 64
 
 // percent is 100·part/whole rounded to 0.01 and clamped to [0, 100].

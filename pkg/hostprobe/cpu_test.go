@@ -247,11 +247,22 @@ func TestReadCPURules(t *testing.T) {
 				{files: stat("cpu0 100 0 0 1000 10 0 0 0 0 0", "cpu1 100 0 0 1000 10 0 0 0 0 0"),
 					host: "2: null(first)", cores: []string{"cpu0 null(first)", "cpu1 null(first)"}},
 				{files: stat("cpu0 150 0 0 1050 10 0 0 0 0 0", "cpu1 150 0 0 1050 9 0 0 0 0 0"),
-					host:  "2: b=50 u=50 s=0 i=50 w=0 st=0 (idle_backwards)",
-					cores: []string{"cpu0 b=50 u=50 s=0 i=50 w=0 st=0", "cpu1 b=50 u=50 s=0 i=50 w=0 st=0 (idle_backwards)"}},
+					host:  "2: b=50 u=50 s=0 i=50 w=0 st=0 (iowait_backwards)",
+					cores: []string{"cpu0 b=50 u=50 s=0 i=50 w=0 st=0", "cpu1 b=50 u=50 s=0 i=50 w=0 st=0 (iowait_backwards)"}},
 				{files: stat("cpu0 200 0 0 1100 10 0 0 0 0 0", "cpu1 175 0 0 1125 9 0 0 0 0 0"),
 					host:  "2: b=37.5 u=37.5 s=0 i=62.5 w=0 st=0",
 					cores: []string{"cpu0 b=50 u=50 s=0 i=50 w=0 st=0", "cpu1 b=25 u=25 s=0 i=75 w=0 st=0"}},
+			},
+		},
+		{
+			// Idle stepping back while user rises must not read as a
+			// 100 % busy interval: null, marked, and the baseline moves on.
+			name: "idle steps back one tick",
+			steps: []cpuStep{
+				{files: stat("cpu0 100 0 0 1050 0 0 0 0 0 0"), host: "1: null(first)", cores: []string{"cpu0 null(first)"}},
+				{files: stat("cpu0 102 0 0 1049 0 0 0 0 0 0"), host: "1: null(backwards)", cores: []string{"cpu0 null(backwards)"}},
+				{files: stat("cpu0 112 0 0 1139 0 0 0 0 0 0"), host: "1: b=10 u=10 s=0 i=90 w=0 st=0",
+					cores: []string{"cpu0 b=10 u=10 s=0 i=90 w=0 st=0"}},
 			},
 		},
 		{
@@ -318,7 +329,7 @@ func TestReadCPURules(t *testing.T) {
 				{files: stat("cpu0 0 0 0 100 5 0 0 0 0 0", "cpu1 0 0 0 100 0 0 0 0 0 0"),
 					host: "2: null(first)", cores: []string{"cpu0 null(first)", "cpu1 null(first)"}},
 				{files: stat("cpu0 10 0 0 190 4 0 0 0 0 0"),
-					host: "1: b=10 u=10 s=0 i=90 w=0 st=0 (idle_backwards)", cores: []string{"cpu0 b=10 u=10 s=0 i=90 w=0 st=0 (idle_backwards)", "cpu1 offline"}},
+					host: "1: b=10 u=10 s=0 i=90 w=0 st=0 (iowait_backwards)", cores: []string{"cpu0 b=10 u=10 s=0 i=90 w=0 st=0 (iowait_backwards)", "cpu1 offline"}},
 				{files: stat("cpu0 20 0 0 100 4 0 0 0 0 0"),
 					host: "1: null(backwards)", cores: []string{"cpu0 null(backwards)", "cpu1 offline"}},
 			},
@@ -569,7 +580,7 @@ func TestCPUPercentsBounds(t *testing.T) {
 		}
 		pc := cpuPercents(a, b, vals)
 		ps := []*float64{pc.TotalPct, pc.UserPct, pc.SystemPct, pc.IdlePct, pc.IowaitPct, pc.StealPct}
-		if pc.Reset != "" && pc.Reset != ResetIdleBackwards {
+		if pc.Reset != "" && pc.Reset != ResetIowaitBackwards {
 			for _, v := range ps {
 				if v != nil {
 					t.Fatalf("%+v → %+v: reset %s with values", a, b, pc.Reset)

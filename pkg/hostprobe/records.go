@@ -1,6 +1,9 @@
 package hostprobe
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Schema names of the host records, carried in each record's "schema"
 // member and in the channel's catalog descriptor (frames.JSONRecord).
@@ -34,10 +37,10 @@ const (
 	// (over 2^40 bytes or 2^32 packets a second): a counter replaced, not
 	// traffic.
 	ResetImplausible = "implausible"
-	// ResetIdleBackwards marks values that are there: idle or iowait
-	// stepped back a few ticks (NO_HZ accounting, proc(5)), and counted 0
-	// for the interval; the other shares stand.
-	ResetIdleBackwards = "idle_backwards"
+	// ResetIowaitBackwards marks values that are there: iowait stepped
+	// back a few ticks (NO_HZ accounting, proc(5)) and counted 0 for the
+	// interval; the other shares stand.
+	ResetIowaitBackwards = "iowait_backwards"
 )
 
 // Sample is the head of every host record: what it is and the time it
@@ -191,8 +194,10 @@ type CgroupCPU struct {
 	// cgroup was throttled, in percent.
 	ThrottledPct *float64 `json:"throttled_percent"`
 	// Error, when set, names the cgroup files that could not be read or
-	// parsed (/proc/self/cgroup, cpu.max, cpu.stat, …) and why; the
-	// members that need them are 0, or null for the derived ones.
+	// parsed (/proc/self/cgroup, cpu.max, cpu.stat, …) and why. When no
+	// quota could be read, the block holds only version, path and error;
+	// otherwise counters that could not be read are 0 and the derived
+	// members null.
 	Error string `json:"error,omitempty"`
 }
 
@@ -245,9 +250,39 @@ type CgroupMem struct {
 	LimitBytes uint64  `json:"limit_bytes"`
 	UsedPct    float64 `json:"used_percent"`
 	// Error, when set, names the cgroup files that could not be read or
-	// parsed (/proc/self/cgroup, memory.max, memory.current, …) and why;
-	// the members that need them are 0.
+	// parsed (/proc/self/cgroup, memory.max, memory.current, …) and why.
+	// When no limit could be read, the block holds only version, path
+	// and error.
 	Error string `json:"error,omitempty"`
+}
+
+// cgroupError is what a cgroup block holds when no quota or limit could
+// be read at all: where and why, and no members that would read as 0.
+type cgroupError struct {
+	Version int    `json:"version"`
+	Path    string `json:"path"`
+	Error   string `json:"error"`
+}
+
+// MarshalJSON writes c, or only its version, path and error when no
+// quota could be read (a valid quota is positive): zeros there would
+// read as a cgroup with no quota and no usage.
+func (c CgroupCPU) MarshalJSON() ([]byte, error) {
+	if c.QuotaUS == 0 && c.Error != "" {
+		return json.Marshal(cgroupError{c.Version, c.Path, c.Error})
+	}
+	type plain CgroupCPU
+	return json.Marshal(plain(c))
+}
+
+// MarshalJSON writes c, or only its version, path and error when no
+// limit could be read (a valid limit is positive).
+func (c CgroupMem) MarshalJSON() ([]byte, error) {
+	if c.LimitBytes == 0 && c.Error != "" {
+		return json.Marshal(cgroupError{c.Version, c.Path, c.Error})
+	}
+	type plain CgroupMem
+	return json.Marshal(plain(c))
 }
 
 // NetCounters are one interface's cumulative counters from

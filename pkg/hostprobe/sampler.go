@@ -239,6 +239,17 @@ func (s *Sampler) Run(ctx context.Context) error {
 		defer timer.Stop()
 		end = timer.C
 	}
+	// end_ ends the run, however it ends: when host.gpu was the only
+	// channel and nvidia-smi is not there, the run had nothing to sample.
+	end_ := func() error {
+		stopGPU()
+		select {
+		case <-nothingLeft:
+			return fmt.Errorf("nothing to sample: %w", ErrNoGPU)
+		default:
+			return nil
+		}
+	}
 	last, taken, lastSlot := start, 0, 0
 	for {
 		var final bool
@@ -250,15 +261,12 @@ func (s *Sampler) Run(ctx context.Context) error {
 				slot := int((now.Sub(start) + s.opts.Interval/2) / s.opts.Interval)
 				s.sampleFast(max(0, slot-lastSlot-1))
 			}
-			stopGPU()
-			return nil
+			return end_()
 		case <-nothingLeft:
-			stopGPU()
-			return fmt.Errorf("nothing to sample: %w", ErrNoGPU)
+			return end_()
 		case <-end:
 			if taken > 0 && time.Since(last) < MinInterval {
-				stopGPU()
-				return nil
+				return end_()
 			}
 			final = true
 		case <-t.C:
@@ -286,8 +294,7 @@ func (s *Sampler) Run(ctx context.Context) error {
 		s.afterTick()
 		if final || (s.opts.Count > 0 && taken >= s.opts.Count) ||
 			(s.opts.Duration > 0 && time.Duration(slot)*s.opts.Interval >= s.opts.Duration) {
-			stopGPU()
-			return nil
+			return end_()
 		}
 	}
 }
@@ -378,21 +385,37 @@ func (s *Sampler) sampleFast(skipped int) {
 		var rec any
 		var head *Sample
 		var err error
+		var notes []string // problems the record keeps, said too
 		switch i {
 		case chCPU:
 			var r *CPURecord
 			if r, err = s.p.ReadCPU(now); err == nil {
 				rec, head = r, &r.Sample
+				notes = append(notes, r.Host.LoadError)
+				if r.Cgroup != nil {
+					notes = append(notes, r.Cgroup.Error)
+				}
 			}
 		case chMem:
 			var r *MemRecord
 			if r, err = s.p.ReadMem(now); err == nil {
 				rec, head = r, &r.Sample
+				if r.Cgroup != nil {
+					notes = append(notes, r.Cgroup.Error)
+				}
 			}
 		case chNet:
 			var r *NetRecord
 			if r, err = s.p.ReadNet(now); err == nil {
 				rec, head = r, &r.Sample
+				if len(r.Interfaces) == 0 && len(s.p.Interfaces) > 0 {
+					notes = append(notes, fmt.Sprintf("no network interface matches %q", s.p.Interfaces))
+				}
+			}
+		}
+		for _, n := range notes {
+			if n != "" {
+				s.report(i, errors.New(n))
 			}
 		}
 		if head == nil {
