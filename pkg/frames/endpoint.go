@@ -279,7 +279,7 @@ func (e *Endpoint) Subscribe(req SubscriptionRequest, opts SubscriberOptions) *S
 		capacity = DefaultSubscriberCapacity
 	}
 	capacity = min(capacity, MaxSubscriberCapacity)
-	s := &Subscription{name: opts.Name, req: req, buf: make([]Event, capacity), notify: make(chan struct{}, 1)}
+	s := &Subscription{name: opts.Name, req: req, buf: make([]Event, capacity), notify: make(chan struct{}, 1), endpoint: e}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.ended {
@@ -409,6 +409,7 @@ type Subscription struct {
 	snapshot Snapshot
 	notify   chan struct{}
 	dropped  atomic.Uint64
+	endpoint *Endpoint // for Lost: the endpoint's all-time counter
 
 	announced []bool // by channel id; guarded by the endpoint's mu
 
@@ -429,8 +430,24 @@ func (s *Subscription) Request() SubscriptionRequest { return s.req }
 func (s *Subscription) Snapshot() Snapshot { return s.snapshot }
 
 // Dropped returns how many frame copies this subscriber lost to a full
-// queue or to being closed.
+// queue or to being closed, and those it reported with [Subscription.Lost].
 func (s *Subscription) Dropped() uint64 { return s.dropped.Load() }
+
+// Lost counts n frame copies that the subscriber took from its queue and
+// then lost downstream (a network output whose server never acknowledged
+// them): they are added to its drop counter and to the endpoint's
+// subscriber_dropped, so that the next [Health] record accounts them like
+// copies lost to a full queue (spec §6.2: a slow subscriber drops only its
+// own copies, and the loss is counted).
+func (s *Subscription) Lost(n uint64) {
+	if n == 0 {
+		return
+	}
+	s.dropped.Add(n)
+	if s.endpoint != nil {
+		s.endpoint.subDropped.Add(n)
+	}
+}
 
 func (s *Subscription) markAnnounced(id ChannelID) {
 	for int(id) >= len(s.announced) {

@@ -234,6 +234,32 @@ func TestEndpointSlowSubscriberDropsOnlyItsOwn(t *testing.T) {
 	}
 }
 
+// A subscriber that loses copies after taking them (a network output
+// whose server never acknowledged them) counts them with Lost: its own
+// counter and the endpoint's all-time total both grow, the other
+// subscribers' do not, and a closed subscriber's losses stay in the total.
+func TestSubscriptionLost(t *testing.T) {
+	e := newTestEndpoint()
+	out := e.Subscribe(SubscriptionRequest{}, SubscriberOptions{Name: "nats://h:4222/ds", Capacity: 8})
+	file := e.Subscribe(SubscriptionRequest{}, SubscriberOptions{Name: "file", Capacity: 8})
+	out.Lost(0)
+	out.Lost(5)
+	out.Lost(2)
+	if out.Dropped() != 7 || file.Dropped() != 0 {
+		t.Fatalf("dropped out %d file %d", out.Dropped(), file.Dropped())
+	}
+	h := e.Health()
+	want := []SubscriberHealth{{"nats://h:4222/ds", 7}, {"file", 0}}
+	if diff := cmp.Diff(want, h.Subscribers); diff != "" || h.SubscriberDropped != 7 {
+		t.Fatalf("health subscribers (-want +got):\n%s (total %d)", diff, h.SubscriberDropped)
+	}
+	out.Close()
+	e.Tick()
+	if h := e.Health(); h.SubscriberDropped != 7 || len(h.Subscribers) != 1 {
+		t.Fatalf("after close: %+v", h)
+	}
+}
+
 // CONFORMANCE §2.9
 func TestEndpointDeclarationWithoutTick(t *testing.T) {
 	e := newTestEndpoint()

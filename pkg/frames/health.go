@@ -203,3 +203,34 @@ func (e *Endpoint) EnableHealth() error {
 	}
 	return nil
 }
+
+// TransportChannel carries [TransportRecord] records: what an output of the
+// stream that leaves the machine (ds wrap -o nats://…) lost, and why.
+const TransportChannel = "datastream.transport"
+
+// TransportRecord is the datastream.transport record. An output that took
+// frames from its subscription and could not deliver them (a server that
+// was unreachable, or too slow while the output's queue overflowed)
+// submits one, once it delivers again, for every range of positions it
+// lost: the copy that reader of the output gets then shows a gap at
+// From..To followed, at this record's position, by the reason. Every other
+// output of the stream (the capture file) gets the record too, which tells
+// its reader what the network copy lacks.
+//
+// Output names the output without credentials ("nats://host:4222/ds").
+type TransportRecord struct {
+	Output string         `json:"output"`
+	Lost   *TransportLoss `json:"lost,omitempty"`
+}
+
+// TransportLoss is one range of positions an output lost.
+type TransportLoss struct {
+	From   Position `json:"from"`   // first position lost
+	To     Position `json:"to"`     // last position lost (From ≤ To)
+	Frames uint64   `json:"frames"` // frames lost in From..To (every position, unless the output filters channels)
+	Reason string   `json:"reason"` // "server unreachable: …", "queue full: …"
+	// SinceUnixMs and UntilUnixMs bound the outage in wall-clock time
+	// (ms since the Unix epoch); 0 when unknown.
+	SinceUnixMs int64 `json:"since_unix_ms,omitempty"`
+	UntilUnixMs int64 `json:"until_unix_ms,omitempty"`
+}

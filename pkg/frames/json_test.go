@@ -201,3 +201,31 @@ func TestRegistryClassify(t *testing.T) {
 		t.Error("zero registry must classify as Opaque")
 	}
 }
+
+// The datastream.transport record's JSON spelling (ds-format(5) LOSSES):
+// "lost" is left out when nil, the outage bounds when unknown.
+func TestTransportRecordJSON(t *testing.T) {
+	for _, tc := range []struct {
+		rec  TransportRecord
+		want string
+	}{
+		{TransportRecord{Output: "nats://h:4222/ds"}, `{"output":"nats://h:4222/ds"}`},
+		{
+			TransportRecord{Output: "nats://h:4222/ds", Lost: &TransportLoss{From: 120, To: 340, Frames: 221, Reason: "server unreachable", SinceUnixMs: 1, UntilUnixMs: 2}},
+			`{"output":"nats://h:4222/ds","lost":{"from":120,"to":340,"frames":221,"reason":"server unreachable","since_unix_ms":1,"until_unix_ms":2}}`,
+		},
+		{
+			TransportRecord{Output: "o", Lost: &TransportLoss{From: 5, To: 5, Frames: 1, Reason: "r"}},
+			`{"output":"o","lost":{"from":5,"to":5,"frames":1,"reason":"r"}}`,
+		},
+	} {
+		b, err := json.Marshal(tc.rec)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("marshal %+v = %s, %v; want %s", tc.rec, b, err, tc.want)
+		}
+		var back TransportRecord
+		if err := json.Unmarshal(b, &back); err != nil || !cmp.Equal(back, tc.rec) {
+			t.Errorf("round trip %s = %+v, %v", b, back, err)
+		}
+	}
+}
