@@ -44,4 +44,10 @@ var (
 	// ErrConflict means a channel declared twice with different
 	// descriptors.
 	ErrConflict = errors.New("segments: channel already declared with another descriptor")
+
+	// ErrStreamRefused matches (errors.Is) each error of [Store.Ingest]
+	// that refuses one stream of an input because its catalog conflicts
+	// with the store's: the other streams were stored, and ingesting the
+	// same input again refuses it again.
+	ErrStreamRefused = errors.New("segments: stream refused: catalog conflict")
 )

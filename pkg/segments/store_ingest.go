@@ -393,6 +393,9 @@ func (e *refusedError) Error() string {
 
 func (e *refusedError) Unwrap() error { return e.err }
 
+// Is makes every refused stream match ErrStreamRefused.
+func (e *refusedError) Is(target error) bool { return target == ErrStreamRefused }
+
 func (in *storeIngest) refuse(st *ingestStream, err error) {
 	st.refused = err
 	st.batch, st.ended, st.catChanged = nil, false, false

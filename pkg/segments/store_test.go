@@ -940,6 +940,35 @@ func TestStoreReingestTrimmedReadOut(t *testing.T) {
 	}
 }
 
+// TestStoreTrimHead: a stream whose source kept it only from position 5
+// (frames 5–9 ingested) gets horizon 5 and nothing is deleted; a second
+// call with a higher horizon is refused (frames 5–9 are stored below it),
+// as is one for a stream with frames below the horizon asked; a stream the
+// store lacks is ErrNoStream.
+func TestStoreTrimHead(t *testing.T) {
+	s := stNewStore(t)
+	stIngest(t, s, "head", stCapture(t, descS, stChans, stFrames(streamS, stRange(5, 9)...), false), nil)
+	if ok, err := s.TrimHead(streamS, 5); !ok || err != nil {
+		t.Fatalf("TrimHead(5) = %v, %v", ok, err)
+	}
+	got := stReadStream(t, s, streamS)
+	if got.horizon != 5 || !slices.Equal(stPositions(got.frames), stRange(5, 9)) {
+		t.Errorf("after TrimHead: horizon %d, %v", got.horizon, stPositions(got.frames))
+	}
+	if ok, err := s.TrimHead(streamS, 7); ok || err != nil {
+		t.Errorf("TrimHead(7) over stored frames = %v, %v", ok, err)
+	}
+	if ok, err := s.TrimHead(streamS, 3); ok || err != nil {
+		t.Errorf("TrimHead(3) below the horizon = %v, %v", ok, err)
+	}
+	if got := stReadStream(t, s, streamS); got.horizon != 5 || len(got.frames) != 5 {
+		t.Errorf("refused calls changed the stream: horizon %d, %v", got.horizon, stPositions(got.frames))
+	}
+	if _, err := s.TrimHead(frames.StreamID{Node: "nobody", Life: 1}, 1); !errors.Is(err, ErrNoStream) {
+		t.Errorf("unknown stream: %v", err)
+	}
+}
+
 // FuzzStoreFiles feeds the decoders of a store's small files: no panic,
 // and what decodes re-encodes to the same thing.
 func FuzzStoreFiles(f *testing.F) {

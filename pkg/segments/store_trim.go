@@ -290,3 +290,37 @@ func (s *Store) planBytes(keep int64) ([]TrimReport, error) {
 	}
 	return out, nil
 }
+
+// TrimHead records that stream id's source retained it only from position
+// before on (a NATS JetStream stream whose retention limits removed its
+// oldest messages before they were ingested): it raises the stream's trim
+// horizon to before, so that views show the earlier positions as trimmed,
+// not missing (spec 004: reads resume at the horizon; DESIGN.md: the
+// trim horizon is never reported as loss). It deletes nothing and changes
+// nothing when the store holds a frame of the stream below before (those
+// frames were really stored, and what lies between them and before is a
+// gap): ok says whether the horizon was raised. Errors: one wrapping
+// [ErrNoStream] for a stream the store does not hold; I/O errors.
+func (s *Store) TrimHead(id frames.StreamID, before frames.Position) (ok bool, err error) {
+	if err := s.lock(); err != nil {
+		return false, err
+	}
+	defer s.unlock()
+	st, err := loadStoredStream(s.streamDir(id), nil)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("%w: %s (in %s)", ErrNoStream, id, s.dir)
+	}
+	if err != nil {
+		return false, err
+	}
+	if before <= st.horizon {
+		return false, nil
+	}
+	for _, c := range st.chunks {
+		if !c.empty && c.first < before {
+			return false, nil
+		}
+	}
+	rep, err := s.trimLocked(id, before, false)
+	return err == nil && rep.Files == 0, err
+}
