@@ -48,8 +48,15 @@
 // the datastream.health records: a record carrying "loss" says how many
 // frames and bytes were refused immediately before its position; for
 // records of older writers, without "loss", an increase of the cumulative
-// mux_dropped counter is shown at the record that shows it. Both concern
-// the whole stream, so channel filters do not hide them.
+// mux_dropped counter is shown at the record that shows it. Transport
+// losses (positions an output of the stream that leaves the machine, ds
+// wrap -o nats://…, did not deliver, see [TransportLoss]) are read from
+// the datastream.transport records the writer submits once the output
+// delivers again, and shown at the record's position, after the range it
+// names: a copy read back from that output has a gap there, any other
+// copy holds the positions. All three concern the whole stream, so
+// channel filters do not hide them; a record that does not decode is no
+// loss, only a record.
 //
 // The text renderer joins a text channel's consecutive frames until a
 // newline, so that a line split across frames is shown once, whole, at the

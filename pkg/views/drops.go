@@ -22,14 +22,18 @@ type Drop struct {
 }
 
 // Losses counts what a [Printer] saw that its output may not show: gaps
-// (positions assigned but never stored) and drops (submissions refused
-// before they got a position), over every stream and channel.
+// (positions assigned but never stored), drops (submissions refused
+// before they got a position) and transport losses (positions an output
+// of the stream did not deliver, see [TransportLoss]), over every stream
+// and channel.
 type Losses struct {
-	Gaps          uint64 // interior gaps
-	MissingFrames uint64 // positions inside them
-	Drops         uint64 // places where submissions were refused
-	DroppedFrames uint64 // submissions refused there
-	Trimmed       uint64 // frames after a cursor no longer in the input
+	Gaps              uint64 // interior gaps
+	MissingFrames     uint64 // positions inside them
+	Drops             uint64 // places where submissions were refused
+	DroppedFrames     uint64 // submissions refused there
+	Trimmed           uint64 // frames after a cursor no longer in the input
+	Transport         uint64 // transport losses (datastream.transport records)
+	UndeliveredFrames uint64 // frames they say were not delivered
 }
 
 // healthRecord is the part of a datastream.health record ([frames.Health])

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
@@ -15,7 +16,8 @@ import (
 // The captures under pkg/views/testdata are made by this file and never
 // edited by hand: `DS_UPDATE=1 go test ./pkg/views` rewrites them. Without
 // DS_UPDATE the test checks that the files on disk are what it makes. The
-// cmd/ds scripts (log_drops, info_drops) read them; their expected outputs
+// cmd/ds scripts (log_drops, info_drops, gaps_basic, gaps_transport,
+// log_transport) read them; their expected outputs
 // live in those scripts. They are not under the repository's testdata/
 // because pkg/segments requires every capture there to come from its own
 // generator.
@@ -26,13 +28,20 @@ import (
 //	                    their drain tick
 //	drops-counters.dss  an older writer: health records with cumulative
 //	                    counters only, and a gap
+//	transport.dss       a copy read back from NATS: positions 4–7 missing
+//	                    (a gap), and at position 9 the datastream.transport
+//	                    record that names them and says why
+//	transport-file.dss  the capture file of the same run: every position,
+//	                    and the same record
 func viewFixtures(t *testing.T) map[string][]byte {
 	t.Helper()
 	label := "job"
 	clock := func(ms int64) string {
 		return fmt.Sprintf(`{"unix_ns":%d,"mono_ns":%d}`, 1732953600000000000+ms*1e6, ms*1e6)
 	}
-	write := func(s frames.StreamID, seed uint64, payloads ...string) []byte {
+	// write makes a capture of stream s; extra declares channel 6,
+	// datastream.transport, too.
+	write := func(s frames.StreamID, seed uint64, extra bool, payloads ...string) []byte {
 		desc := frames.StreamDescriptor{Stream: s, Label: &label, Origin: frames.OriginBootstrap}
 		catalog := []frames.ChannelDescriptor{
 			{Stream: s, ID: 1, Name: "proc.job.stdout", Content: frames.TextStream()},
@@ -40,6 +49,9 @@ func viewFixtures(t *testing.T) map[string][]byte {
 			{Stream: s, ID: 3, Name: "proc.job.lifecycle", Content: frames.JSONRecord("proc.lifecycle")},
 			{Stream: s, ID: 4, Name: "datastream.clock", Content: frames.JSONRecord("datastream.clock")},
 			{Stream: s, ID: 5, Name: "datastream.health", Content: frames.JSONRecord("datastream.health")},
+		}
+		if extra {
+			catalog = append(catalog, frames.ChannelDescriptor{Stream: s, ID: 6, Name: frames.TransportChannel, Content: frames.JSONRecord(frames.TransportChannel)})
 		}
 		var buf bytes.Buffer
 		w, err := segments.NewWriter(&buf, desc, catalog, segments.WriterOptions{WriterID: "ds fixture", Rand: rand.NewChaCha8([32]byte{0: byte(seed)})})
@@ -64,8 +76,32 @@ func viewFixtures(t *testing.T) map[string][]byte {
 		}
 		return buf.Bytes()
 	}
+	// The run of transport.dss and transport-file.dss: positions 4–7
+	// (every kind of frame) did not reach the NATS server.
+	edge := frames.StreamID{Node: "edge-3", Life: 1732953600123456789}
+	const lost = `6 {"output":"nats://127.0.0.1:4222/ds","lost":{"from":4,"to":7,"frames":4,"reason":"server unreachable: nats: connection closed","since_unix_ms":1732953600100,"until_unix_ms":1732953600800}}`
+	run := []string{
+		"4 " + clock(0),
+		`3 {"event":"started","pid":4242}`,
+		"1 line 2\n",
+		"1 line 3\n",
+		"4 " + clock(100), // 4–7: lost on the way to NATS
+		"1 line 5\n",
+		"2 warning 6\n",
+		`5 {"assigned":8,"drained":8,"mux_dropped":0,"subscriber_dropped":0,"subscribers":[{"name":"file","dropped":0},{"name":"nats","dropped":0}]}`,
+		"4 " + clock(800),
+		lost,
+		"1 line 10\n",
+		`3 {"event":"exited","status":{"kind":"code","value":0}}`,
+	}
+	natsCopy := slices.Clone(run)
+	for pos := 4; pos <= 7; pos++ {
+		natsCopy[pos] = ""
+	}
 	return map[string][]byte{
-		"drops.dss": write(frames.StreamID{Node: "ci-7", Life: 1732953600123456789}, 1,
+		"transport.dss":      write(edge, 3, true, natsCopy...),
+		"transport-file.dss": write(edge, 3, true, run...),
+		"drops.dss": write(frames.StreamID{Node: "ci-7", Life: 1732953600123456789}, 1, false,
 			"4 "+clock(0),
 			`3 {"event":"started","pid":4242}`,
 			"1 building\n",
@@ -79,7 +115,7 @@ func viewFixtures(t *testing.T) map[string][]byte {
 			"4 "+clock(150),
 			`5 {"assigned":11,"drained":11,"mux_dropped":4,"unknown_channel":0,"bitbucketed":0,"subscriber_dropped":0,"pending":0,"subscribers":[{"name":"file","dropped":0}]}`,
 		),
-		"drops-counters.dss": write(frames.StreamID{Node: "ci-old", Life: 1732953600123456789}, 2,
+		"drops-counters.dss": write(frames.StreamID{Node: "ci-old", Life: 1732953600123456789}, 2, false,
 			"4 "+clock(0),
 			"1 line 1\n",
 			"1 line 2\n",

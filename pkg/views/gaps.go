@@ -2,6 +2,7 @@ package views
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -72,11 +73,19 @@ const (
 	// positions Gap.From..Gap.To (ds trim, the Trimmed record of
 	// ds-format(5); From is 0). It comes first among its stream's.
 	FindingTrimmed
+	// FindingTransport is a transport loss: an output of the stream that
+	// leaves the machine (ds wrap -o nats://…) did not deliver Transport's
+	// range of positions, read from the datastream.transport record at
+	// Position (see [TransportLoss]). It is listed at the range's first
+	// position. The positions are missing from a copy read back from that
+	// output (a FindingGap there, with the reason) and present in any
+	// other (the capture file).
+	FindingTransport
 )
 
 // String returns the kind's word in text output: "damage", "torn",
 // "live", "start", "gap", "dropped", "subscriber", "conflict", "unended",
-// "more", "trimmed".
+// "more", "trimmed", "transport".
 func (k FindingKind) String() string {
 	switch k {
 	case FindingDamage:
@@ -101,6 +110,8 @@ func (k FindingKind) String() string {
 		return "more"
 	case FindingTrimmed:
 		return "trimmed"
+	case FindingTransport:
+		return "transport"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -110,8 +121,9 @@ func (k FindingKind) String() string {
 func (k FindingKind) IsLoss() bool { return k != FindingLive && k != FindingTrimmed }
 
 // MaxListedFindings bounds how many damaged ranges, gaps, drops,
-// subscriber drops and conflicts a [Gaps] lists, over all inputs and
-// streams (a few MiB); past it, it counts them (see [FindingMore]).
+// subscriber drops, conflicts and transport losses a [Gaps] lists, over
+// all inputs and streams (a few MiB); past it, it counts them (see
+// [FindingMore]).
 const MaxListedFindings = 10000
 
 // SubscriberLoss is one subscriber's part of a [FindingSubscriberDrop]:
@@ -137,10 +149,15 @@ type Finding struct {
 
 	Gap  Gap  // FindingGap
 	Drop Drop // FindingDrop (Reason cut to 64 bytes)
+	// Transport is FindingTransport's loss, and for a FindingGap the
+	// transport loss that explains it: the listed one of its stream, with
+	// the lowest first position, whose range shares a position with the
+	// gap (nil when none does).
+	Transport *TransportLoss
 
 	// Position is FindingStart's first position read, FindingConflict's
 	// position, FindingSubscriberDrop's health record, FindingUnended's
-	// last position read.
+	// last position read, FindingTransport's datastream.transport record.
 	Position  frames.Position
 	Segment   uint64           // FindingStart
 	ChannelID frames.ChannelID // FindingConflict
@@ -168,11 +185,14 @@ type LossTotals struct {
 	SubDropped   uint64 // frame copies lost there
 	Conflicts    uint64 // conflicting copies refused (FindingConflict)
 	Unended      uint64 // streams without a StreamEnded record (FindingUnended)
+	Transport    uint64 // transport losses (FindingTransport)
+	Undelivered  uint64 // frames they say were not delivered
 }
 
-// Losses returns how many losses there are: every finding but live notes.
+// Losses returns how many losses there are: every finding but the notes
+// (live, trimmed).
 func (t LossTotals) Losses() uint64 {
-	return t.Damaged + t.Torn + t.Starts + t.Gaps + t.Drops + t.SubDrops + t.Conflicts + t.Unended
+	return t.Damaged + t.Torn + t.Starts + t.Gaps + t.Drops + t.SubDrops + t.Conflicts + t.Unended + t.Transport
 }
 
 // IsDamaged reports whether an input was damaged (a damaged range or a
@@ -200,6 +220,7 @@ func (t LossTotals) String() string {
 	add(t.SubDrops > 0, "%s (%s lost)", nouns(t.SubDrops, "subscriber drop"), nouns(t.SubDropped, "frame copy"))
 	add(t.Conflicts > 0, "%s", nouns(t.Conflicts, "conflict"))
 	add(t.Unended > 0, "%s not ended", nouns(t.Unended, "stream"))
+	add(t.Transport > 0, "%s (%s not delivered)", nouns(t.Transport, "transport loss"), nouns(t.Undelivered, "frame"))
 	return nouns(n, "loss") + ": " + strings.Join(parts, ", ")
 }
 
@@ -213,7 +234,8 @@ func its(n uint64) string {
 
 // Gaps collects every loss ds gaps lists: damaged ranges and torn tails of
 // the inputs, and per stream where its start is missing, interior gaps,
-// pre-position drops, subscriber drops, conflicts, and whether it ended.
+// pre-position drops, subscriber drops, conflicts, transport losses, and
+// whether it ended.
 // Read each input into the Sink [Gaps.Input] returns for it ([Scan], or
 // [Merge] for several at once); then call [Gaps.Each], [Gaps.WriteText]
 // or [Gaps.WriteJSON], and [Gaps.Totals]. A Gaps is itself the Sink of
@@ -221,13 +243,19 @@ func its(n uint64) string {
 //
 // It rebuilds each stream with an [Assembler] and decodes only the
 // writer's datastream.health records (as [Info] does, with the same drop
-// rules, see [Drop]); no other payload is decoded or kept. A frame that
+// rules, see [Drop]) and datastream.transport records (see
+// [TransportLoss]); no other payload is decoded or kept. A frame that
 // arrives after the gap it was in was declared (input disordered by more
 // than the reorder window) is taken out of that gap, when it is listed.
+// A gap gets the reason of a transport loss of its stream whose range
+// shares a position with it (see [Finding].Transport), wherever the
+// record is in the stream: the reasons are matched when the findings are
+// listed.
 //
 // Memory: the Assembler's (its window, and about 250 bytes per stream),
 // about 250 bytes more per stream plus its channel names, and at most
-// [MaxListedFindings] listed findings; past that, findings are counted
+// [MaxListedFindings] listed findings (a transport loss's output and
+// reason are cut to 200 bytes each); past that, findings are counted
 // only. A Gaps is not safe for concurrent use.
 type Gaps struct {
 	asm     *Assembler
@@ -253,6 +281,8 @@ type gapStream struct {
 	names     map[frames.ChannelID]string // the first descriptor's name, by id
 	health    frames.ChannelID            // of datastream.health, when hasHealth
 	hasHealth bool
+	transport frames.ChannelID // of datastream.transport, when hasTransp
+	hasTransp bool
 	firstSeq  uint64          // of the first segment header read
 	before    frames.Position // trimmed by a store below this position
 	headers   bool            // a segment header was read
@@ -369,6 +399,9 @@ func (g *Gaps) Channel(d frames.ChannelDescriptor) {
 	if d.Name == frames.HealthChannel && !st.hasHealth {
 		st.health, st.hasHealth = d.ID, true
 	}
+	if d.Name == frames.TransportChannel && !st.hasTransp {
+		st.transport, st.hasTransp = d.ID, true
+	}
 }
 
 // Frame implements [Sink].
@@ -446,6 +479,9 @@ func (g *Gaps) item(it Item) {
 		if st.hasHealth && it.Frame.Channel == st.health {
 			g.health(st, it.Frame, false)
 		}
+		if st.hasTransp && it.Frame.Channel == st.transport {
+			g.transportLoss(st, it.Frame)
+		}
 	case ItemLate:
 		p := it.Frame.Position
 		if st.n == 0 {
@@ -456,6 +492,9 @@ func (g *Gaps) item(it Item) {
 		g.fill(st, p)
 		if st.hasHealth && it.Frame.Channel == st.health {
 			g.health(st, it.Frame, true)
+		}
+		if st.hasTransp && it.Frame.Channel == st.transport {
+			g.transportLoss(st, it.Frame) // it names its range: order does not matter
 		}
 	case ItemGap:
 		g.totals.Gaps++
@@ -521,6 +560,17 @@ func (g *Gaps) health(st *gapStream, f frames.Frame, late bool) {
 		g.totals.SubDropped += n
 		g.add(st, Finding{Kind: FindingSubscriberDrop, Position: f.Position, Frames: n, Subscribers: by})
 	}
+}
+
+// transportLoss reads a datastream.transport record of st.
+func (g *Gaps) transportLoss(st *gapStream, f frames.Frame) {
+	t, ok := decodeTransport(f.Payload)
+	if !ok {
+		return
+	}
+	g.totals.Transport++
+	g.totals.Undelivered += t.Frames
+	g.add(st, Finding{Kind: FindingTransport, Position: f.Position, Transport: &t})
 }
 
 // subscriberTracker follows the subscriber drop counters of one stream's
@@ -602,11 +652,12 @@ func (g *Gaps) Totals() LossTotals {
 // order, until fn returns an error, which Each returns: first each input's
 // (in the order given: a live note, then damaged ranges and torn tails in
 // offset order), then each stream's, streams sorted by node then life:
-// its start, then gaps, drops, subscriber drops and conflicts by position
-// (a gap by its first position, a drop by the position it comes before,
-// and drops before what is at the same position), then whether it
+// its start, then gaps, drops, subscriber drops, conflicts and transport
+// losses by position (a gap and a transport loss by their first position,
+// a drop by the position it comes before, drops before what is at the
+// same position, and gaps before transport losses), then whether it
 // ended, then how many were not listed. fn may keep the Finding but must
-// not modify its Subscribers.
+// not modify its Subscribers or Transport.
 func (g *Gaps) Each(fn func(Finding) error) error {
 	g.asm.Flush()
 	for _, f := range g.files {
@@ -653,8 +704,19 @@ func (g *Gaps) streamFindings(st *gapStream) []Finding {
 		out = append(out, Finding{Kind: FindingStart, Stream: st.id, Position: st.low, Segment: st.firstSeq})
 	}
 	mid := make([]Finding, 0, len(st.gaps)+len(st.found))
+	lost := st.transportLosses()
+	j := 0
 	for _, gp := range st.gaps {
-		mid = append(mid, Finding{Kind: FindingGap, Stream: st.id, Gap: gp})
+		f := Finding{Kind: FindingGap, Stream: st.id, Gap: gp}
+		// Gaps ascend and lost is by first position: the losses skipped
+		// end before this gap, hence before every later one.
+		for j < len(lost) && lost[j].To < gp.From {
+			j++
+		}
+		if j < len(lost) && lost[j].overlaps(gp) {
+			f.Transport = lost[j]
+		}
+		mid = append(mid, f)
 	}
 	mid = append(mid, st.found...)
 	slices.SortStableFunc(mid, func(a, b Finding) int {
@@ -677,6 +739,19 @@ func (g *Gaps) streamFindings(st *gapStream) []Finding {
 	return out
 }
 
+// transportLosses returns the listed transport losses of st by first
+// position, then in the order found.
+func (st *gapStream) transportLosses() []*TransportLoss {
+	var lost []*TransportLoss
+	for i := range st.found {
+		if st.found[i].Kind == FindingTransport {
+			lost = append(lost, st.found[i].Transport)
+		}
+	}
+	slices.SortStableFunc(lost, func(a, b *TransportLoss) int { return cmp.Compare(a.From, b.From) })
+	return lost
+}
+
 // before returns 0 for what happened before its position (drops), 1 for
 // what is at it: at the same position, drops come first.
 func (f *Finding) before() int {
@@ -693,6 +768,8 @@ func (f *Finding) at() frames.Position {
 		return f.Gap.From
 	case FindingDrop:
 		return f.Drop.Before
+	case FindingTransport:
+		return f.Transport.From
 	}
 	return f.Position
 }
@@ -752,10 +829,21 @@ func (f *Finding) text() string {
 		}
 		return s
 	case FindingGap:
+		s := fmt.Sprintf("positions %d–%d missing (%s)", f.Gap.From, f.Gap.To, nouns(f.Gap.Count, "frame"))
 		if f.Gap.From == f.Gap.To {
-			return fmt.Sprintf("position %d missing (1 frame)", f.Gap.From)
+			s = fmt.Sprintf("position %d missing (1 frame)", f.Gap.From)
 		}
-		return fmt.Sprintf("positions %d–%d missing (%s)", f.Gap.From, f.Gap.To, nouns(f.Gap.Count, "frame"))
+		if f.Transport != nil {
+			s += ": " + notDelivered(f.Transport, true)
+		}
+		return s
+	case FindingTransport:
+		t := f.Transport
+		s := fmt.Sprintf("positions %d–%d", t.From, t.To)
+		if t.From == t.To {
+			s = fmt.Sprintf("position %d", t.From)
+		}
+		return s + fmt.Sprintf(" (%s) %s", nouns(t.Frames, "frame"), notDelivered(t, true))
 	case FindingDrop:
 		s := nouns(f.Drop.Frames, "frame")
 		if f.Drop.Bytes != nil {
@@ -831,9 +919,14 @@ func safeText(s string) string {
 //	"subscriber_dropped":{"before":P,"frames":N,"subscribers":[{"name":S,"frames":N}…]}
 //	"conflict":{"position":P,"channel":NAME,"channel_id":ID}  (channel null when unknown)
 //	"unended":{"last_position":P}                              (null when no frame was read)
+//	"transport":{"output":S,"from":F,"to":T,"frames":N,"reason":R,"since_unix_ms":MS,"until_unix_ms":MS}
 //	"more":{"count":N}
+//	"trimmed":{"from":F,"to":T,"count":N}
 //
-// A torn tail is a "damage" object with "torn_tail":true.
+// A torn tail is a "damage" object with "torn_tail":true. A gap that a
+// transport loss explains has "reason":"not delivered by OUTPUT: REASON"
+// after its count. A transport loss's times are ms since the Unix epoch,
+// 0 when its record does not say.
 func (g *Gaps) WriteJSON(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
@@ -876,6 +969,7 @@ type (
 		SubscriberDropped *jsonSubscriberDrop `json:"subscriber_dropped,omitempty"`
 		Conflict          *jsonConflict       `json:"conflict,omitempty"`
 		Unended           *jsonUnended        `json:"unended,omitempty"`
+		Transport         *TransportLoss      `json:"transport,omitempty"`
 		More              *jsonMore           `json:"more,omitempty"`
 		Trimmed           *jsonGap            `json:"trimmed,omitempty"`
 	}
@@ -884,9 +978,10 @@ type (
 		Segment  uint64          `json:"segment"`
 	}
 	jsonGap struct {
-		From  frames.Position `json:"from"`
-		To    frames.Position `json:"to"`
-		Count uint64          `json:"count"`
+		From   frames.Position `json:"from"`
+		To     frames.Position `json:"to"`
+		Count  uint64          `json:"count"`
+		Reason string          `json:"reason,omitempty"`
 	}
 	jsonSubscriberDrop struct {
 		Before      frames.Position  `json:"before"`
@@ -921,6 +1016,9 @@ func (f *Finding) jsonValue() any {
 		v.Start = &jsonStart{Position: f.Position, Segment: f.Segment}
 	case FindingGap:
 		v.Gap = &jsonGap{From: f.Gap.From, To: f.Gap.To, Count: f.Gap.Count}
+		if f.Transport != nil {
+			v.Gap.Reason = notDelivered(f.Transport, false)
+		}
 	case FindingDrop:
 		d := f.Drop
 		v.Dropped = &d
@@ -948,6 +1046,8 @@ func (f *Finding) jsonValue() any {
 		v.More = &jsonMore{Count: f.Count}
 	case FindingTrimmed:
 		v.Trimmed = &jsonGap{From: f.Gap.From, To: f.Gap.To, Count: f.Gap.Count}
+	case FindingTransport:
+		v.Transport = f.Transport
 	}
 	return v
 }

@@ -485,6 +485,9 @@ func FuzzGaps(f *testing.F) {
 				count.Conflicts++
 			case FindingUnended:
 				count.Unended++
+			case FindingTransport:
+				count.Transport++
+				count.Undelivered += f.Transport.Frames
 			case FindingMore:
 				more = true
 			}

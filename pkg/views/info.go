@@ -72,14 +72,16 @@ type StreamSummary struct {
 	UncomparedDuplicates uint64        `json:"uncompared_duplicates,omitempty"`
 	Conflicts            uint64        `json:"conflicts"`
 	LateFrames           uint64        `json:"late_frames"`
-	MuxDropped           *uint64       `json:"mux_dropped"`        // the writer's counter, from its datastream.health records; null without one
-	SubscriberDropped    *uint64       `json:"subscriber_dropped"` // idem
-	HealthRecords        uint64        `json:"health_records"`     // datastream.health records read
-	Drops                []Drop        `json:"drops"`              // where submissions were refused; the first 100
-	DropCount            uint64        `json:"drop_count"`         // places where submissions were refused
-	DroppedFrames        uint64        `json:"dropped_frames"`     // submissions refused there
-	DroppedBytes         *uint64       `json:"dropped_bytes"`      // their payload bytes; null when a record did not say
-	Ended                bool          `json:"ended"`              // a StreamEnded record was read
+	MuxDropped           *uint64       `json:"mux_dropped"`                  // the writer's counter, from its datastream.health records; null without one
+	SubscriberDropped    *uint64       `json:"subscriber_dropped"`           // idem
+	HealthRecords        uint64        `json:"health_records"`               // datastream.health records read
+	Drops                []Drop        `json:"drops"`                        // where submissions were refused; the first 100
+	DropCount            uint64        `json:"drop_count"`                   // places where submissions were refused
+	DroppedFrames        uint64        `json:"dropped_frames"`               // submissions refused there
+	DroppedBytes         *uint64       `json:"dropped_bytes"`                // their payload bytes; null when a record did not say
+	TransportLosses      uint64        `json:"transport_losses,omitempty"`   // ranges of positions an output (ds wrap -o nats://…) did not deliver, from datastream.transport records (see [TransportLoss]); omitted when 0
+	UndeliveredFrames    uint64        `json:"undelivered_frames,omitempty"` // frames they name; omitted when 0
+	Ended                bool          `json:"ended"`                        // a StreamEnded record was read
 	Exits                []ExitSummary `json:"exits"`
 	TimeStart            *string       `json:"time_start"` // RFC 3339, from datastream.clock
 	TimeEnd              *string       `json:"time_end"`
@@ -108,7 +110,8 @@ type FileSummary struct {
 
 // Info collects what ds info prints. Feed it like a [Printer]; then call
 // [Info.Summary]. It decodes only the writer's own records
-// (datastream.health, datastream.clock) and lifecycle exit records.
+// (datastream.health, datastream.clock, datastream.transport) and
+// lifecycle exit records.
 //
 // Info keeps counts, never payloads: besides the [Assembler]'s bounded
 // window, it holds per stream its descriptor, one entry per channel (id,
@@ -144,6 +147,8 @@ type infoLists struct {
 	index map[frames.ChannelID]int // chans by id, once there are many
 	gaps  []Gap
 	exits []ExitSummary
+	// lost counts transport losses, lostFrames the frames they name.
+	lost, lostFrames uint64
 }
 
 // more returns the stream's lists, allocating them.
@@ -254,11 +259,15 @@ const maxScannedChannels = 16
 
 // clip returns s cut to at most 64 bytes: strings Info takes from
 // payloads are bounded.
-func clip(s string) string {
-	if len(s) <= 64 {
+func clip(s string) string { return clipTo(s, 64) }
+
+// clipTo returns s cut to at most n bytes, followed by "…" when cut (what
+// of the n bytes is not UTF-8, such as a rune cut in two, is dropped).
+func clipTo(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	return strings.ToValidUTF8(s[:64], "") + "…"
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // File starts a new input.
@@ -350,7 +359,7 @@ func (in *Info) AddSummary(h SegmentHeader, sum *segments.Summary) bool {
 
 // keepsWhatInfoReads reports whether a summary keeps the frames Info
 // decodes of the channels it counts: the first and last clock reading and
-// health record, and every lifecycle record.
+// health record, and every lifecycle and transport record.
 func keepsWhatInfoReads(catalog []frames.ChannelDescriptor, counts []segments.ChannelCount) bool {
 	var byID map[frames.ChannelID]string
 	if len(catalog) > maxScannedChannels {
@@ -378,7 +387,7 @@ func keepsWhatInfoReads(catalog []frames.ChannelDescriptor, counts []segments.Ch
 		switch {
 		case name == frames.ClockChannel, name == frames.HealthChannel:
 			need = segments.KeepEnds
-		case strings.HasPrefix(name, "proc.") && strings.HasSuffix(name, ".lifecycle"):
+		case name == frames.TransportChannel, strings.HasPrefix(name, "proc.") && strings.HasSuffix(name, ".lifecycle"):
 			need = segments.KeepFrame
 		}
 		if segments.Keep(c.Keep) < need {
@@ -425,8 +434,13 @@ func (in *Info) item(it Item) {
 		}
 		return
 	case ItemLate:
-		if i, ok := st.find(it.Frame.Channel); ok && st.chans[i].declared && st.chans[i].name == frames.HealthChannel {
-			in.health(st, it.Frame, true)
+		if i, ok := st.find(it.Frame.Channel); ok && st.chans[i].declared {
+			switch st.chans[i].name {
+			case frames.HealthChannel:
+				in.health(st, it.Frame, true)
+			case frames.TransportChannel:
+				st.transport(it.Frame.Payload)
+			}
 		}
 		return
 	case ItemFrame:
@@ -446,7 +460,7 @@ func (in *Info) item(it Item) {
 }
 
 // decode reads what Info reports of a frame of a declared channel: clock
-// readings, health records, exit records.
+// readings, health records, transport records, exit records.
 func (in *Info) decode(st *infoStream, name string, f frames.Frame) {
 	switch {
 	case name == frames.ClockChannel:
@@ -458,6 +472,8 @@ func (in *Info) decode(st *infoStream, name string, f frames.Frame) {
 		}
 	case name == frames.HealthChannel:
 		in.health(st, f, false)
+	case name == frames.TransportChannel:
+		st.transport(f.Payload)
 	case strings.HasPrefix(name, "proc.") && strings.HasSuffix(name, ".lifecycle"):
 		type exited struct {
 			Event  string `json:"event"`
@@ -490,6 +506,15 @@ func (in *Info) decode(st *infoStream, name string, f frames.Frame) {
 			}
 			st.more().exits = append(st.more().exits, e)
 		}
+	}
+}
+
+// transport counts a datastream.transport record that names a loss.
+func (st *infoStream) transport(payload []byte) {
+	if t, ok := decodeTransport(payload); ok {
+		l := st.more()
+		l.lost++
+		l.lostFrames += t.Frames
 	}
 }
 
@@ -576,6 +601,7 @@ func (in *Info) summarize(st *infoStream) StreamSummary {
 	}
 	if st.lists != nil {
 		sum.Gaps, sum.Exits = st.lists.gaps, st.lists.exits
+		sum.TransportLosses, sum.UndeliveredFrames = st.lists.lost, st.lists.lostFrames
 	}
 	if stats.Frames > 0 {
 		first, last := uint64(stats.First), uint64(stats.Last)
@@ -773,6 +799,9 @@ func writeInfoText(w io.Writer, files []FileSummary, n int, stream func(int) Str
 			fmt.Fprintf(tw, "  duplicates\t%d identical, %d conflicting, %d late\n", s.Duplicates, s.Conflicts, s.LateFrames)
 		}
 		writeDrops(tw, s)
+		if s.TransportLosses > 0 {
+			fmt.Fprintf(tw, "  transport\t%s not delivered by an output in %s (ds gaps lists them)\n", plural(s.UndeliveredFrames, "frame"), plural(s.TransportLosses, "range"))
+		}
 		end := "no (no StreamEnded record: the writer did not finish)"
 		if s.Ended {
 			end = "yes"

@@ -22,11 +22,11 @@ const (
 	// FormatText prints one line per text line with stable, greppable
 	// columns: [stream] position channel text (DESIGN.md §5).
 	FormatText LogFormat = iota
-	// FormatCat prints payload bytes only, byte-exact: no gap or drop
-	// lines ([Printer.Losses] counts them).
+	// FormatCat prints payload bytes only, byte-exact: no gap, drop or
+	// transport loss lines ([Printer.Losses] counts them).
 	FormatCat
-	// FormatJSON prints one JSON object per frame, gap, drop and damaged
-	// range (newline-delimited, lossless). A frame's "time" is its
+	// FormatJSON prints one JSON object per frame, gap, drop, transport
+	// loss and damaged range (newline-delimited, lossless). A frame's "time" is its
 	// stream's latest datastream.clock reading before it (see the package
 	// doc).
 	FormatJSON
@@ -37,8 +37,9 @@ type LogOptions struct {
 	Format LogFormat
 	// Channels selects channels by descriptor (exact name or prefix, see
 	// frames.ParseChannelPattern); empty means every channel. Frames whose
-	// channel has no descriptor match only when Channels is empty. Gaps and
-	// drops concern the whole stream and are shown whatever Channels says.
+	// channel has no descriptor match only when Channels is empty. Gaps,
+	// drops and transport losses concern the whole stream and are shown
+	// whatever Channels says.
 	Channels []frames.ChannelFilter
 	// All shows the writer's own datastream.* channels, which are hidden
 	// unless All is set or Channels names them.
@@ -181,6 +182,8 @@ type streamInfo struct {
 
 	healthID  frames.ChannelID // datastream.health, if hasHealth
 	hasHealth bool
+	transpID  frames.ChannelID // datastream.transport, if hasTransp
+	hasTransp bool
 	fromStart bool   // position 0 was printed: the stream is seen from its start
 	hidden    bool   // the stream filters hide it
 	col       string // the stream column's text: name, or a shorter unambiguous form
@@ -383,6 +386,8 @@ func (p *Printer) Channel(d frames.ChannelDescriptor) {
 		st.clockID = d.ID
 	case frames.HealthChannel:
 		st.healthID, st.hasHealth = d.ID, true
+	case frames.TransportChannel:
+		st.transpID, st.hasTransp = d.ID, true
 	}
 	if ci.visible && ci.width > p.nameW && ci.width <= 40 {
 		p.nameW = ci.width
@@ -420,7 +425,9 @@ func (p *Printer) isVisible(d frames.ChannelDescriptor) bool {
 
 // Item renders one assembled item. A datastream.health record that
 // reports refused submissions (see [Drop]) is preceded by a drop line,
-// whatever the channel filter: a loss concerns the whole stream.
+// and a datastream.transport record that reports positions an output did
+// not deliver (see [TransportLoss]) by a "lost" line, whatever the
+// channel filter: a loss concerns the whole stream.
 func (p *Printer) Item(it Item) {
 	if p.err != nil {
 		return
@@ -486,6 +493,13 @@ func (p *Printer) Item(it Item) {
 			p.losses.Drops++
 			p.losses.DroppedFrames += d.Frames
 			p.drop(st, d)
+		}
+	}
+	if st.hasTransp && f.Channel == st.transpID && it.Kind != ItemConflict && show {
+		if t, ok := decodeTransport(f.Payload); ok {
+			p.losses.Transport++
+			p.losses.UndeliveredFrames += t.Frames
+			p.transport(st, f.Position, &t)
 		}
 	}
 	if !show {
@@ -716,7 +730,8 @@ func (p *Printer) prefix(pos frames.Position, ci *chanInfo, id frames.ChannelID)
 	p.grepFrom = len(p.line)
 }
 
-// lossPrefix starts p.line with the columns of a gap or drop line.
+// lossPrefix starts p.line with the columns of a gap, drop or transport
+// loss line.
 func (p *Printer) lossPrefix(what string) {
 	p.line = append(p.line[:0], "     "...)
 	p.line = p.appendStyled(p.line, lossStyle(what), "~")

@@ -239,7 +239,7 @@ func streamStyle(name string) style {
 }
 
 // lossStyle returns the style of a loss line's columns (see
-// [Printer.lossPrefix]): what is "gap", "dropped" or "start".
+// [Printer.lossPrefix]): what is "gap", "dropped", "lost" or "start".
 func lossStyle(what string) style {
 	if what == "start" {
 		return styleStart
