@@ -2,6 +2,7 @@
 //
 //	cmd/ds → views → segments → catalogfile → wireformat → frames
 //	         hostprobe → frames;  proc → frames
+//	cmd/ds → fleet → segments (NATS JetStream transport; views never import it)
 //
 // It parses every non-test Go file under pkg/ in ImportsOnly mode (not
 // `go list`, whose result go test would cache) and checks each import.
@@ -30,6 +31,7 @@ var allowed = map[string][]string{
 	"views":       {"pkg/segments", "pkg/catalogfile", "pkg/frames", "github.com/tidwall/gjson"},
 	"hostprobe":   {"pkg/frames"},
 	"proc":        {"pkg/frames", "github.com/creack/pty", "golang.org/x/sys"},
+	"fleet":       {"pkg/segments", "pkg/wireformat", "pkg/frames", "github.com/nats-io/nats.go", "github.com/nats-io/nats-server/v2"},
 }
 
 // forbiddenStd lists standard packages (and everything below them) a
@@ -44,6 +46,7 @@ var forbiddenStd = map[string][]string{
 	"views":       {"os/exec", "flag"},
 	"hostprobe":   {"flag"},
 	"proc":        {"flag"},
+	"fleet":       {"os/exec", "flag"},
 }
 
 func TestImportDirection(t *testing.T) {
