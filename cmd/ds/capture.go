@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +16,10 @@ import (
 	"time"
 
 	"github.com/mattn/go-isatty"
+	"github.com/nats-io/nats.go"
 	"github.com/urfave/cli/v3"
 
+	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/wireformat"
@@ -30,7 +33,13 @@ import (
 // captureOptions are the producer flags shared by ds wrap and ds emit:
 // where the capture goes and how the stream is named.
 type captureOptions struct {
-	Output       string
+	Output string
+	// NATS are the -o nats://… outputs; with them and no other -o,
+	// there is no capture file (NoFile).
+	NATS         []string
+	NoFile       bool
+	Auth         fleet.Auth
+	NATSBuffer   int // bytes each NATS output holds while its server is away
 	Append       bool
 	Overwrite    bool // replace an existing -o FILE
 	Backpressure bool // wait for room instead of dropping
@@ -80,13 +89,19 @@ type capture struct {
 	// compressed: blocks are zstd, so a Kick drains and writes but
 	// flushes (compresses a block) only at the flush interval.
 	compressed bool
+	// pubs are the -o nats://… outputs: fanout subscribers of their own,
+	// handed every drained batch before its payloads are reused.
+	pubs []*fleet.Publisher
+	// conns are their connections, closed by finish.
+	conns []*nats.Conn
 }
 
 // keepPolicy says which frames the segment summaries of a capture keep a
 // copy of (segments.WriterOptions.Keep), by channel: the ends of the
 // clock (the capture's time span) and of the health records (the
 // writer's latest counters), every health record that places a loss, and
-// every lifecycle record (how the command started and exited). ds info
+// every lifecycle record (how the command started and exited) and every
+// datastream.transport record (what a NATS output lost). ds info
 // then reads all of that from the summaries. Channel ids are handed out
 // from 1, so a slice indexed by id holds the channels' rules.
 type keepPolicy []segments.Keep
@@ -98,7 +113,8 @@ func (k *keepPolicy) declare(d frames.ChannelDescriptor) {
 		rule = segments.KeepEnds
 	case d.Name == frames.HealthChannel:
 		rule = segments.KeepEnds | keepLoss
-	case strings.HasPrefix(d.Name, "proc.") && strings.HasSuffix(d.Name, ".lifecycle"):
+	case strings.HasPrefix(d.Name, "proc.") && strings.HasSuffix(d.Name, ".lifecycle"),
+		d.Name == frames.TransportChannel: // a NATS output's losses: few, and ds info counts them
 		rule = segments.KeepFrame
 	default:
 		return
@@ -156,18 +172,26 @@ func newCaptureFile(dir, label string, now time.Time) (string, *os.File, error) 
 	}
 }
 
+// outputFlag is the producers' -o: one capture file, directory or -, and
+// any number of nats:// outputs. Its values are never split at commas (a
+// NATS URL may list servers): the commands set DisableSliceFlagSeparator.
+func outputFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "output", Aliases: []string{"o"}, Usage: "capture `FILE`, directory, - for stdout, or nats://HOST:PORT/PREFIX; repeatable: one file and any number of NATS outputs (default: LABEL-TIME.dss here)"}
+}
+
 // captureFlags are the flags of the stream and capture file that every
-// producer (ds wrap, ds emit) takes: --node, --life, --origin,
-// --compress, --flush, --sync.
+// producer (ds wrap, ds emit, ds host) takes: --node, --life, --origin,
+// --compress, --flush, --sync, and the NATS credentials.
 func captureFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "node", Usage: "stream `NODE` (default: $DS_NODE, else the host name)"},
 		&cli.Uint64Flag{Name: "life", Usage: "stream `LIFE` (default: start time in ns since the Unix epoch)"},
 		&cli.StringFlag{Name: "origin", Value: "RemoteNode", Usage: "stream `ORIGIN`: RemoteNode, Orchestrator or Bootstrap"},
 		&cli.StringFlag{Name: "compress", Value: "auto", Usage: "`CODEC` for the capture: zstd, none, or auto (zstd for files, none for stdout, pipes and devices)"},
 		&cli.DurationFlag{Name: "flush", Value: 100 * time.Millisecond, Usage: "drain and flush the capture every `INTERVAL`"},
 		&cli.BoolFlag{Name: "sync", Usage: "fsync the capture at every flush"},
-	}
+		&cli.StringFlag{Name: "nats-buffer", Value: "32MiB", Category: natsCategory, Usage: "a nats:// output holds up to `SIZE` while its server is slow or away; beyond, it loses frames (recorded)"},
+	}, natsFlags()...)
 }
 
 // captureOptionsFrom reads the capture flags (captureFlags, -o, --append,
@@ -179,11 +203,38 @@ func captureOptionsFrom(c *cli.Command) (captureOptions, error) {
 	if c.Bool("append") && c.Bool("overwrite") {
 		return captureOptions{}, usagef("%s: --append and --overwrite contradict each other", c.Name)
 	}
-	return captureOptions{
-		Output: c.String("output"), Append: c.Bool("append"), Overwrite: c.Bool("overwrite"),
+	o := captureOptions{
+		Append: c.Bool("append"), Overwrite: c.Bool("overwrite"),
 		Node: c.String("node"), Life: c.Uint64("life"), Origin: c.String("origin"),
 		Compress: c.String("compress"), Flush: c.Duration("flush"), Sync: c.Bool("sync"),
-	}, nil
+	}
+	files := 0
+	for _, out := range c.StringSlice("output") {
+		if fleet.IsURL(out) {
+			o.NATS = append(o.NATS, out)
+			continue
+		}
+		if files++; files > 1 {
+			return o, usagef("%s: -o names one capture file, directory or - (and any number of nats:// outputs)", c.Name)
+		}
+		o.Output = out
+	}
+	if len(o.NATS) > 0 && files == 0 {
+		o.NoFile = true
+		if o.Append || o.Overwrite {
+			return o, usagef("%s: --append and --overwrite concern a capture file; -o names only NATS outputs", c.Name)
+		}
+	}
+	var err error
+	if o.Auth, err = natsAuthFrom(c); err != nil {
+		return o, err
+	}
+	n, err := ingestParseBytes(c.String("nats-buffer"))
+	if err != nil || n < 1024 || n > 1<<40 {
+		return o, usagef("%s: --nats-buffer %q: want a size from 1KiB, such as 32MiB", c.Name, c.String("nats-buffer"))
+	}
+	o.NATSBuffer = int(n)
+	return o, nil
 }
 
 func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) {
@@ -225,12 +276,15 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 	c := &capture{stderr: stderr, sync: o.Sync, stop: make(chan struct{}), done: make(chan error, 1), failNote: o.FailNote, failed: make(chan struct{}), kicked: make(chan struct{}, 1)}
 	c.busy = min(busyFrames, max(1, o.Queue/2))
 	var w io.Writer
-	if o.Output == "-" {
+	switch {
+	case o.NoFile:
+		c.name = "" // set from the first NATS output below
+	case o.Output == "-":
 		if f, ok := stdout.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
 			return nil, usagef("refusing to write a binary capture to a terminal; redirect stdout or use -o FILE")
 		}
 		c.name, c.toStdout, w = "stdout", true, stdout
-	} else {
+	default:
 		generated := o.Output == "" || isDir(o.Output)
 		if generated {
 			c.name, c.file, err = newCaptureFile(o.Output, o.Label, now)
@@ -294,7 +348,18 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 	for _, d := range c.endpoint.Catalog() {
 		c.keeps.declare(d)
 	}
+	if err := c.startPublishers(o, stderr); err != nil {
+		c.closeFile()
+		return nil, err
+	}
 	c.compressed = comp == segments.CompressZstd
+	if o.NoFile {
+		c.endpoint.SubmitHealth()
+		c.endpoint.Tick()
+		c.takePublishers(true)
+		go c.loop(o.Flush, o.Poll)
+		return c, nil
+	}
 	c.w, err = segments.NewWriter(w, desc, c.endpoint.Catalog(), segments.WriterOptions{
 		Compression: comp, WriterID: "ds " + dsVersion(),
 		Keep: func(ch frames.ChannelID, payload []byte) segments.Keep { return c.keeps.keep(ch, payload) },
@@ -306,6 +371,7 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 	})
 	if err != nil {
 		c.closeFile()
+		c.closePublishersNow()
 		return nil, err
 	}
 	// The first batch, drained now: the clock record of the start and a
@@ -540,6 +606,19 @@ func (c *capture) warnLoss(stderr io.Writer, backpressure bool) {
 // queue.
 func (c *capture) write(flush bool) error {
 	c.events = c.sub.DrainInto(c.events[:0])
+	// The NATS outputs copy the same frames first: the loop below hands
+	// the payloads back for reuse.
+	c.takePublishers(flush)
+	if c.w == nil {
+		for _, ev := range c.events {
+			if ev.Kind == frames.EventFrame {
+				c.endpoint.Release(cap(ev.Frame.Payload))
+				releasePayload(ev.Frame.Payload)
+			}
+		}
+		clear(c.events)
+		return nil
+	}
 	var err error
 	for _, ev := range c.events {
 		switch ev.Kind {
@@ -584,6 +663,17 @@ func (c *capture) finish() error {
 	if e := c.write(true); err == nil {
 		err = e
 	}
+	// The NATS outputs get up to natsGrace (in all, with closing) to
+	// deliver what they hold, so that the records of what they lost
+	// (once their server is back) are in the stream before it ends.
+	ctx, cancel := context.WithTimeout(context.Background(), natsGrace)
+	defer cancel()
+	if c.settlePublishers(ctx) {
+		c.endpoint.Tick()
+		if e := c.write(true); err == nil {
+			err = e
+		}
+	}
 	// The last batch: a health record after everything, headed by the
 	// clock record of the end (read at that drain, so clock records never
 	// go back in position order).
@@ -592,8 +682,12 @@ func (c *capture) finish() error {
 	if e := c.write(true); err == nil {
 		err = e
 	}
-	if e := c.w.Close(); err == nil {
-		err = e
+	// The file first, then the NATS outputs, which may wait for a server
+	// (at most natsGrace): the file is complete whatever the network does.
+	if c.w != nil {
+		if e := c.w.Close(); err == nil {
+			err = e
+		}
 	}
 	if c.file != nil {
 		if c.sync {
@@ -605,5 +699,6 @@ func (c *capture) finish() error {
 			err = e
 		}
 	}
+	c.closePublishers(ctx)
 	return err
 }

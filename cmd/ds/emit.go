@@ -114,12 +114,13 @@ channel name, flags).`,
 			&cli.StringFlag{Name: "channel", Aliases: []string{"c"}, Usage: "record stdin on `CHANNEL` (required; dotted name, e.g. sys.journal)"},
 			&cli.StringFlag{Name: "content", Value: "text", Usage: "`KIND` of stdin: text (a frame per line), json (a record per line) or bytes (a frame per read)"},
 			&cli.StringFlag{Name: "schema", Usage: "with --content json: the records' `SCHEMA` name in the catalog (default: none)"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "capture `FILE`, directory, or - for stdout (default: LABEL-TIME.dss here)"},
+			outputFlag(),
 			&cli.StringFlag{Name: "label", Usage: "stream `LABEL` and file name prefix (default: the channel name, cleaned)"},
 			&cli.BoolFlag{Name: "append", Usage: "add the stream to an existing capture (refused when the file is not a capture)"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace an existing -o FILE (by default an existing file is never replaced)"},
 		}, captureFlags()...),
-		Action: emitAction,
+		DisableSliceFlagSeparator: true, // -o nats://h1,h2/ds lists servers
+		Action:                    emitAction,
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 func gapsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "gaps",
-		Usage:     "list every loss in captures: gaps, drops, damage, missing starts and ends",
+		Usage:     "list every loss in captures: gaps, drops, transport losses, damage, missing starts and ends",
 		UsageText: "ds gaps [--json] [--check] INPUT…",
 		Description: `Lists every loss in the inputs (capture files, or - for stdin), one line
 each, and nothing when there is none:
@@ -29,13 +29,19 @@ input. KIND is one of:
    start       the stream's first frames are not in the input: its lowest
                position read is not 0 (a capture whose head was cut off,
                a later file of a rotated capture)
-   gap         positions the writer assigned that are not in the input
+   gap         positions the writer assigned that are not in the input;
+               with the reason when a transport loss of the stream names
+               any of them ("not delivered by OUTPUT: REASON")
    dropped     submissions the writer refused (a full queue), which never
                got a position: how many, their bytes, before which position
                (from its datastream.health records, as ds log shows them)
    subscriber  frame copies the writer's subscribers lost (its health
                counters grew), before which position, by whom
    conflict    a second, different payload for a position (the first kept)
+   transport   positions an output of the stream (ds wrap -o nats://…)
+               did not deliver, and why, from its datastream.transport
+               record: missing from a copy read back from that output (a
+               gap there), present in any other (the capture file)
    unended     no StreamEnded record: the writer did not finish (it was
                killed), so what it wrote after the last position read is
                unknown
@@ -44,23 +50,28 @@ input. KIND is one of:
                streams have not ended yet
 
 Input lines come first, in the order given; then each stream's, streams
-sorted by node and life, in position order (start first, unended last).
-At most ` + strconv.Itoa(views.MaxListedFindings) + ` damaged ranges, gaps, drops, subscriber drops and
-conflicts are listed; a "more" line counts the rest. When there are
-losses, one line on stderr totals them.
+sorted by node and life, in position order (start first, unended last; a
+transport loss at the first position it names, after a gap there).
+At most ` + strconv.Itoa(views.MaxListedFindings) + ` damaged ranges, gaps, drops, subscriber drops,
+conflicts and transport losses are listed; a "more" line counts the rest.
+When there are losses, one line on stderr totals them.
 
 --json prints one JSON object per line, in the shapes ds log --json gives
 losses: {"damage":{"file","offset","end","torn_tail","error"}},
 {"live":{"file"}}, and after "stream", "node", "life" one of
-"start":{"position","segment"}, "gap":{"from","to","count"},
+"start":{"position","segment"}, "gap":{"from","to","count","reason"}
+("reason" only when a transport loss gives one),
 "dropped":{"before","frames","bytes","reason"} (bytes null when unknown),
 "subscriber_dropped":{"before","frames","subscribers":[{"name","frames"}]},
 "conflict":{"position","channel","channel_id"}, "unended":{"last_position"}
-(null without frames), or "more":{"count"}.
+(null without frames), "transport":{"output","from","to","frames",
+"reason","since_unix_ms","until_unix_ms"} (ms since the Unix epoch, 0
+when unknown), or "more":{"count"}.
 
 Every record is read and its CRC checked (damage is a loss, and a segment
 summary cannot show damage inside its segment), but no payload is decoded
-except the writer's datastream.health records. Gaps, drops and damage
+except the writer's datastream.health and datastream.transport records
+(outputs and reasons cut to 200 bytes). Gaps, drops and damage
 concern a whole stream or input, not a channel, so there is no -c;
 --node, --stream and --origin select streams (an input's damage is
 listed whatever they select).
@@ -73,13 +84,17 @@ an input that cannot be read gives 1.`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per loss"},
 			&cli.BoolFlag{Name: "check", Usage: "exit 1 when there is any loss (3 on damage still)"},
-		}, streamFlags()...),
+		}, append(streamFlags(), natsFlags()...)...),
 		Action: gapsAction,
 	}
 }
 
 func gapsAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
+	ctx, err := withNATSInputs(ctx, c)
+	if err != nil {
+		return err
+	}
 	ss, err := readStreamSelection(c)
 	if err != nil {
 		return err

@@ -118,7 +118,7 @@ there); 2 for a usage error.
 DIR, or no -o, the capture is named LABEL-TIME.dss (LABEL is "host" by
 default). -o - writes the capture to stdout (ds host -o - | ds log -).`,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "capture `FILE`, directory, or - for stdout (default: LABEL-TIME.dss here)"},
+			outputFlag(),
 			&cli.DurationFlag{Name: "interval", Aliases: []string{"i"}, Value: time.Second, Usage: "sample every `INTERVAL` (at least 10ms; below 100ms per-CPU percentages are coarse: /proc/stat counts 10ms ticks)"},
 			&cli.IntFlag{Name: "count", Aliases: []string{"n"}, Usage: "stop after `N` samples"},
 			&cli.DurationFlag{Name: "duration", Usage: "stop after `D` (the sample at D is taken)"},

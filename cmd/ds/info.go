@@ -42,16 +42,20 @@ record instead, checking every CRC (as ds log does). Stdin and pipes are
 always read record by record.
 
 Exit status 3 when an input is damaged (in what was read).`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
 			&cli.BoolFlag{Name: "scan", Usage: "read every record, checking every CRC, instead of the segment summaries"},
-		},
+		}, natsFlags()...),
 		Action: infoAction,
 	}
 }
 
 func infoAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
+	ctx, err := withNATSInputs(ctx, c)
+	if err != nil {
+		return err
+	}
 	root := c.Root()
 	names := c.Args().Slice()
 	if len(names) == 0 {
@@ -68,7 +72,7 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 	}
 	scanAll := c.Bool("scan")
 	for _, name := range names {
-		in, err := openInput(name, root.Reader)
+		in, err := openInputContext(ctx, name, root.Reader, false)
 		if err != nil {
 			o.fail(root.ErrWriter, err)
 			continue

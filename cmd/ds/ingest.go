@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
@@ -25,7 +25,7 @@ func ingestCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "ingest",
 		Usage:     "store captures in a store directory, each frame once, crash-safe",
-		UsageText: "ds ingest [--commit-bytes N] [--commit-interval D] STORE INPUT…|-",
+		UsageText: "ds ingest [--commit-bytes N] [--commit-interval D] STORE INPUT…|-\n   ds ingest [--durable NAME] [--idle D] [NATS FLAGS] STORE nats://HOST:PORT/PREFIX",
 		Description: `Stores the frames of DSS captures (files, or - for stdin, read as it
 comes: ssh host ds wrap -o - -- job | ds ingest store -) in the store
 directory STORE, which it creates if needed (a directory that exists must
@@ -67,6 +67,28 @@ input is stopped, exit 0. When a file, or an input not yet read, is not
 stored whole, ds ingest names them on stderr and exits 130: ingest them
 again later to store the rest.
 
+A nats://HOST[:PORT][/PREFIX] input (tls:// for TLS; PREFIX "ds" by
+default) is the JetStream stream that producers publish to with
+-o nats://… (ds nats init creates it): ds ingest reads it with the
+durable consumer --durable NAME ("ds-ingest" by default), stores each
+batch of messages it fetches (at most --commit-bytes; synced and renamed
+as any commit) and only then acknowledges them, so a killed ingester
+loses nothing: what it had not acknowledged is delivered again and
+collapses in the store. Another run with the same NAME goes on where the
+last one stopped; several at once share the work; another NAME reads the
+stream from its oldest message kept. It runs until SIGINT or SIGTERM
+(the batch in hand is stored first), or --idle D without a message. It
+prints a line for each batch stored, as for - but ending in "(N messages
+acknowledged)", and at an interruption the totals, "in all …
+(interrupted)", exit 0.
+Outages of the server are waited out, with a note on stderr; messages the
+stream's limits removed before they were read are counted on stderr (their
+frames are trimmed, not stored). A server that cannot be reached at the
+start, or without JetStream or a stream for PREFIX, is an error (exit 1).
+A nats:// input is ingested alone (no files or - beside it). The --nats-*
+flags give credentials; user:password@ in the URL works too, and is never
+printed.
+
 The store's layout (STORE/ds-store marks it; see also ds-format(5)):
    STORE/lock                  locked while a commit, trim or save runs
    STORE/tmp/                  temporary files, removed when opened
@@ -78,14 +100,15 @@ The store's layout (STORE/ds-store marks it; see also ds-format(5)):
 DIR is a cleaned, lowercased prefix of the node name, "~" and a hash of
 the exact (node, life), so no node name can write outside the store.
 
-Exit status: 0 when every input was stored (or - was interrupted), 130
-when an interruption left inputs not stored whole, 1 on an error (an input or the store could not be read or
-written, a catalog conflict), 2 on a bad command line or an input that is
-no DSS capture, 3 when an input was damaged.`,
-		Flags: []cli.Flag{
+Exit status: 0 when every input was stored (or - or a nats:// input was
+interrupted, or idle), 130 when an interruption left inputs not stored
+whole, 1 on an error (an input or the store could not be read or
+written, a catalog conflict, a server not reached), 2 on a bad command
+line or an input that is no DSS capture, 3 when an input was damaged.`,
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "commit-bytes", Value: "16MiB", Usage: "commit when `N` bytes are buffered (suffixes K, M, G: KiB, MiB, GiB)"},
 			&cli.DurationFlag{Name: "commit-interval", Value: segments.DefaultCommitInterval, Usage: "commit what is buffered at least every `D`"},
-		},
+		}, ingestNATSFlags()...),
 		Action: ingestAction,
 	}
 }
@@ -103,17 +126,27 @@ func ingestAction(ctx context.Context, c *cli.Command) error {
 	if interval <= 0 {
 		return usagef("--commit-interval %s: want a positive duration, such as 1s", interval)
 	}
-	stdin := 0
+	stdin, urls := 0, 0
 	for _, a := range args[1:] {
-		if a == "-" {
+		switch {
+		case a == "-":
 			stdin++
+		case fleet.IsURL(a):
+			urls++
 		}
 	}
-	if stdin > 1 {
+	switch {
+	case urls > 0 && len(args) > 2:
+		return usagef("a nats:// input is ingested alone: name one, without files or - (run a ds ingest for each)")
+	case urls > 0:
+		return ingestNATSAction(ctx, c, args[0], args[1], commitBytes)
+	case c.IsSet("durable") || c.IsSet("idle"):
+		return usagef("--durable and --idle apply to a nats:// input")
+	case stdin > 1:
 		return usagef("- (stdin) named %d times", stdin)
 	}
 	root := c.Root()
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(ctx)
 	defer stop()
 	_, statErr := os.Stat(args[0])
 	created := errors.Is(statErr, fs.ErrNotExist)

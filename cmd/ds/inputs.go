@@ -5,16 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/urfave/cli/v3"
+
+	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
@@ -34,14 +41,38 @@ type input struct {
 	format views.InputFormat
 	// store reads the input when it is a stream of a store (r is it).
 	store *storeReader
+	// nats is the connection of a nats:// input (r reads its messages).
+	nats *natsSource
 }
 
-// openInput opens a capture: "-" is stdin; the name of a store input
+// openInput opens a capture: "-" is stdin; a nats:// URL is the JetStream
+// stream it names, its messages up to the last one stored now
+// (openInputContext); the name of a store input
 // (expandInputs) is that stream of the store, read from its start. A
 // regular file that holds no format ds reads is refused with a
 // *notCaptureError (exit 2); a directory, with an error saying so (see
 // expandInputs).
 func openInput(name string, stdin io.Reader) (*input, error) {
+	return openInputContext(context.Background(), name, stdin, false)
+}
+
+// openInputContext is openInput for a view that runs until ctx ends. A
+// nats:// input is the JetStream stream under its prefix (see natsSource),
+// named by the URL without credentials, read as stdin is: with follow,
+// messages are read as they arrive, until ctx ends.
+func openInputContext(ctx context.Context, name string, stdin io.Reader, follow bool) (*input, error) {
+	if fleet.IsURL(name) {
+		src, err := openNATS(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		r, err := src.reader(ctx, fleet.ReaderOptions{Follow: follow})
+		if err != nil {
+			src.close()
+			return nil, err
+		}
+		return &input{name: src.t.Display, r: r, size: -1, nats: src}, nil
+	}
 	if name == "-" {
 		in := &input{name: "-", r: stdin, size: -1}
 		if f, ok := stdin.(*os.File); ok {
@@ -90,6 +121,9 @@ func (in *input) close() {
 	}
 	if in.store != nil {
 		in.store.Close()
+	}
+	if in.nats != nil {
+		in.nats.close()
 	}
 }
 
@@ -179,7 +213,17 @@ its stream's latest datastream.clock reading in its input (inputs without
 clock records come first), ties go in argument order, and each input keeps
 its own order; a stream split across files comes out whole, in position
 order, in any argument order. A pipe is shown as it arrives: a line without
-its newline yet shows after 0.3 s of quiet.`
+its newline yet shows after 0.3 s of quiet.
+
+A nats://HOST[:PORT][/PREFIX] input (tls:// for TLS; PREFIX "ds" by
+default) is the JetStream stream that producers publish to with
+-o nats://… (ds nats init makes it): the messages it holds, read as a
+pipe is (-f: then the new ones, as they arrive), only the subjects of
+the nodes --node and --stream name. ds tail reads its last messages
+only. Credentials come from --nats-creds, --nats-token ($DS_NATS_TOKEN)
+or user:password@ in the URL; the input is named without them. A server
+that does not answer within 3 s, or has no stream for PREFIX, is an
+error (exit 1).`
 
 // liveIdle is how long a live input (a pipe, a file followed) stays quiet
 // before the partial lines held are shown (views.ScanOptions.IdleAfter).
@@ -196,7 +240,8 @@ const dirPoll = 250 * time.Millisecond
 // is called once per input; done, if not nil, after each input is read,
 // with input.read set).
 //
-// A name is a capture file, - for stdin, a store (one input per stream,
+// A name is a capture file, - for stdin, a nats:// URL (a JetStream
+// stream, read as a pipe is: openInputContext), a store (one input per stream,
 // see store.go), or a directory: every capture file in it, in name order
 // (not recursive; hidden files and files that are not captures are
 // skipped, and a directory without any is named on stderr). Every input is read whatever its format (views.ScanAny: DSS,
@@ -214,7 +259,7 @@ const dirPoll = 250 * time.Millisecond
 // SIGINT or SIGTERM, which end it cleanly, as tail -f follows (a stream
 // that ended may be followed by another, ds wrap --append); stores are
 // polled for new chunks of their streams and for new streams (every
-// dirPoll); stdin, pipes,
+// dirPoll); a nats:// input is read as its messages arrive; stdin, pipes,
 // DSQ1 and legacy files are read to their end, and with nothing left to
 // follow it returns. Pipes and
 // followed inputs are live: a partial last line shows after liveIdle of
@@ -238,7 +283,7 @@ func scanInputs(ctx context.Context, names []string, stdin io.Reader, stderr io.
 	var ins []*input
 	live := follow
 	for _, p := range paths {
-		in, err := openInput(p, stdin)
+		in, err := openInputContext(ctx, p, stdin, follow)
 		if err != nil {
 			o.fail(stderr, err)
 			continue
@@ -408,7 +453,7 @@ func expandInputs(names []string, follow bool, stderr io.Writer, o *outcome) ([]
 	var dirs []inputWatch
 	for _, name := range names {
 		fi, err := os.Stat(name)
-		if name == "-" || err != nil || !fi.IsDir() {
+		if name == "-" || fleet.IsURL(name) || err != nil || !fi.IsDir() {
 			paths = append(paths, name) // openInput says what is wrong
 			continue
 		}
@@ -524,7 +569,8 @@ func (o *outcome) fail(stderr io.Writer, err error) {
 	fmt.Fprintf(stderr, "ds: %v\n", err)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if errors.Is(err, views.ErrNotCapture) {
+	var ue *usageError
+	if errors.Is(err, views.ErrNotCapture) || errors.As(err, &ue) { // a bad nats:// URL
 		o.notCapture = true
 	} else {
 		o.failed = true
@@ -619,6 +665,45 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 		}
 	}
 	for _, p := range paths {
+		w := &tailOutWriter{o: out, name: inputName(p), mute: opts.Lines == 0}
+		one := opts
+		one.Lines = lines
+		if fleet.IsURL(p) {
+			// A JetStream stream: its last lines, then its new messages.
+			src, err := openNATS(ctx, p)
+			if err != nil {
+				o.fail(stderr, err) // no header for it
+				continue
+			}
+			if err := out.header(w.name); err != nil {
+				src.close()
+				return writeErr(err)
+			}
+			d, cur, last, err := tailNATS(ctx, src, w, stderr, one)
+			if d {
+				o.damage()
+			}
+			if err != nil {
+				src.close()
+				if !errors.Is(err, context.Canceled) && !isEPIPE(err) {
+					o.fail(stderr, err)
+				}
+				continue
+			}
+			w.mute = false
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d, err := followNATS(ctx, src, w, stderr, opts.Log, cur, last)
+				if d {
+					o.damage()
+				}
+				if err != nil && !errors.Is(err, context.Canceled) {
+					o.fail(stderr, err)
+				}
+			}()
+			continue
+		}
 		if err := out.header(p); err != nil {
 			return writeErr(err)
 		}
@@ -627,9 +712,6 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 			o.fail(stderr, err)
 			continue
 		}
-		w := &tailOutWriter{o: out, name: p, mute: opts.Lines == 0}
-		one := opts
-		one.Lines = lines
 		if in.store != nil {
 			// A stream of a store: its last lines, then what comes.
 			wg.Add(1)
@@ -700,6 +782,44 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 		return out.err
 	}
 	return o.status()
+}
+
+// followNATS is ds tail -f of a nats:// input once its last lines are
+// printed: it prints what the messages after sequence number last hold
+// (every message, when last is 0: the stream was empty), after cursor
+// (what was printed already), as they arrive, until ctx ends. It closes
+// src, and says whether what it read was damaged.
+func followNATS(ctx context.Context, src *natsSource, w io.Writer, stderr io.Writer, opts views.LogOptions, cursor views.Cursor, last uint64) (bool, error) {
+	defer src.close()
+	start := uint64(0)
+	if last > 0 {
+		start = last + 1
+	}
+	r, err := src.reader(ctx, fleet.ReaderOptions{Follow: true, StartSeq: start})
+	if err != nil {
+		return false, err
+	}
+	opts.Select.After = cursor
+	p := views.NewPrinter(w, opts)
+	// The streams read for the last lines count as seen: a new one gets
+	// the stream column, as a second stream of a pipe does in ds log.
+	for _, id := range slices.SortedFunc(maps.Keys(cursor), frames.StreamID.Compare) {
+		p.Stream(frames.StreamDescriptor{Stream: id})
+	}
+	// Read from part-way: a stream whose earlier messages were not read
+	// starts where reading does.
+	sink := partialLogSink(p, opts.Window)
+	sink.File = src.t.Display
+	rep := &damageReporter{Sink: sink, in: &input{name: src.t.Display, size: -1}, stderr: stderr}
+	err = views.ScanAny(ctx, r, views.ScanOptions{IdleAfter: liveIdle}, rep)
+	sink.A.Flush()
+	if cerr := p.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if err != nil && !errors.Is(err, context.Canceled) && !isEPIPE(err) {
+		return rep.damaged, inputError(src.t.Display, err)
+	}
+	return rep.damaged, nil
 }
 
 // tailOut is the output of ds tail -f: the printers of several inputs
@@ -781,4 +901,163 @@ func (c *atomicCounter) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	c.n.Add(int64(n))
 	return n, err
+}
+
+// natsSource is a nats:// input of a view: a connection to the server and
+// the target (fleet.Target: servers, prefix, and Display, the URL without
+// credentials, which names the input everywhere). Its readers
+// (fleet.NewReader) deliver the JetStream stream's messages concatenated,
+// a DSS capture that the views read as they read stdin.
+type natsSource struct {
+	nc    *nats.Conn
+	t     fleet.Target
+	nodes []frames.NodeID // the nodes read (--node, --stream); none: all
+	rc    io.ReadCloser   // the last reader opened
+}
+
+// openNATS connects to the target of a nats:// (or tls://) input, with
+// the credentials and node selection in ctx (withNATSInputs), and checks
+// that JetStream has a stream for its prefix. A URL that does not parse is
+// a *usageError (exit 2); a server that does not answer within 3 s, that
+// refuses the credentials, or has no stream, an error naming the target
+// (exit 1). Credentials are never in an error.
+func openNATS(ctx context.Context, url string) (*natsSource, error) {
+	ni := natsInputsFrom(ctx)
+	nc, t, err := dialNATS(url, ni.auth, "ds view", false, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNATSStream(nc, t); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &natsSource{nc: nc, t: t, nodes: ni.nodes}, nil
+}
+
+// reader opens a reader of the stream's messages (the nodes of s only),
+// closing the one opened before. It ends (io.EOF) after the last message
+// stored when it was opened, unless o.Follow; it ends with ctx, or at
+// close, with ctx's error.
+func (s *natsSource) reader(ctx context.Context, o fleet.ReaderOptions) (io.Reader, error) {
+	if s.rc != nil {
+		s.rc.Close()
+		s.rc = nil
+	}
+	o.Nodes = s.nodes
+	rctx, cancel := context.WithCancel(ctx)
+	rc, err := fleet.NewReader(rctx, s.nc, s.t, o)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	s.rc = &natsReader{rc: rc, ctx: rctx, cancel: cancel}
+	return s.rc, nil
+}
+
+// seqs returns the first and last sequence numbers of the JetStream
+// stream (0, 0 when it holds no message).
+func (s *natsSource) seqs(ctx context.Context) (first, last uint64, err error) {
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return 0, 0, err
+	}
+	name, err := fleet.FindStream(ctx, js, s.t)
+	if err != nil {
+		return 0, 0, err
+	}
+	st, err := js.Stream(ctx, name)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: stream %s: %w", s.t.Display, name, err)
+	}
+	state := st.CachedInfo().State
+	if state.Msgs == 0 {
+		return 0, 0, nil
+	}
+	return state.FirstSeq, state.LastSeq, nil
+}
+
+func (s *natsSource) close() {
+	if s.rc != nil {
+		s.rc.Close()
+	}
+	s.nc.Close()
+}
+
+// natsReader is a fleet reader whose end by ctx (an interrupted view, or
+// close) reads as ctx's error, not as a broken pipe.
+type natsReader struct {
+	rc     io.ReadCloser
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (r *natsReader) Read(b []byte) (int, error) {
+	n, err := r.rc.Read(b)
+	if err != nil && err != io.EOF && r.ctx.Err() != nil {
+		return n, r.ctx.Err()
+	}
+	return n, err
+}
+
+func (r *natsReader) Close() error {
+	r.cancel()
+	return r.rc.Close()
+}
+
+// natsInputs says how a view opens its nats:// inputs.
+type natsInputs struct {
+	auth  fleet.Auth
+	nodes []frames.NodeID // the nodes --node and --stream name; none: all
+}
+
+type natsInputsKey struct{}
+
+// withNATSInputs returns ctx telling openNATS how command c opens nats://
+// inputs: the credentials of its --nats-* flags (natsFlags), and the nodes
+// its --node and --stream flags select, so that only their subjects are
+// read (the views still apply every filter). A view whose action does not
+// call it reads nats:// inputs with $DS_NATS_CREDS and $DS_NATS_TOKEN only,
+// every node.
+func withNATSInputs(ctx context.Context, c *cli.Command) (context.Context, error) {
+	auth, err := natsAuthFrom(c)
+	if err != nil {
+		return ctx, err
+	}
+	ni := natsInputs{auth: auth}
+	for _, n := range c.StringSlice("node") {
+		ni.nodes = append(ni.nodes, frames.NodeID(n))
+	}
+	for _, s := range c.StringSlice("stream") {
+		if id, err := frames.ParseStreamID(s); err == nil && !slices.Contains(ni.nodes, id.Node) {
+			ni.nodes = append(ni.nodes, id.Node) // a bad one is readSelection's to report
+		}
+	}
+	return context.WithValue(ctx, natsInputsKey{}, ni), nil
+}
+
+// natsInputsFrom returns what withNATSInputs put in ctx, or the
+// credentials of the environment.
+func natsInputsFrom(ctx context.Context) natsInputs {
+	ni, ok := ctx.Value(natsInputsKey{}).(natsInputs)
+	if !ok {
+		ni.auth = fleet.Auth{CredsFile: os.Getenv("DS_NATS_CREDS"), Token: os.Getenv("DS_NATS_TOKEN")}
+	}
+	return ni
+}
+
+// inputName is how a view names an input in its output: a nats:// URL
+// without its credentials (its Display; a URL that does not parse is an
+// error before anything is printed, openNATS), any other name as given.
+func inputName(name string) string {
+	if !fleet.IsURL(name) {
+		return name
+	}
+	if t, err := fleet.ParseTarget(name); err == nil {
+		return t.Display
+	}
+	scheme, rest, _ := strings.Cut(name, "://")
+	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+		rest = "***@" + rest[at+1:] // may hide more than the user information: never less
+	}
+	return scheme + "://" + rest
 }

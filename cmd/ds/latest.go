@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -49,13 +50,17 @@ are still printed. Exit status 3 when an input is damaged.`,
 		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "show `CHANNEL` (exact name, or a prefix ending in .*); repeatable"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per stream and channel"},
-		}, streamFlags()...),
+		}, append(streamFlags(), natsFlags()...)...),
 		Action: latestAction,
 	}
 }
 
 func latestAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
+	ctx, err := withNATSInputs(ctx, c)
+	if err != nil {
+		return err
+	}
 	patterns, names := splitLatestArgs(c.Args().Slice())
 	if len(names) == 0 {
 		if len(patterns) == 0 {
@@ -96,11 +101,11 @@ func latestAction(ctx context.Context, c *cli.Command) error {
 }
 
 // splitLatestArgs splits ds latest's arguments into channel patterns and
-// inputs: the inputs start at the first argument that is - or names an
-// existing file or directory.
+// inputs: the inputs start at the first argument that is -, a nats://
+// URL, or names an existing file or directory.
 func splitLatestArgs(args []string) (patterns, inputs []string) {
 	for i, a := range args {
-		if a == "-" {
+		if a == "-" || fleet.IsURL(a) {
 			return args[:i], args[i:]
 		}
 		if _, err := os.Stat(a); err == nil {

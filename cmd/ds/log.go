@@ -42,23 +42,34 @@ first line of its second stream on.
 
 Losses are shown in place: gaps (positions assigned but never stored),
 drops (submissions the writer refused, a full queue or a stream that had
-ended, which never got a position), and damaged byte ranges:
+ended, which never got a position), transport losses (positions an output
+of the stream, ds wrap -o nats://…, did not deliver) and damaged byte
+ranges:
 
    ~  gap      positions 3–5 missing (3 frames)
    ~  dropped  4 frames before position 9 (queue full)
+   ~  lost     positions 3–5 (3 frames) not delivered by nats://h/ds: …
 
 A drop is read from the datastream.health record at that position; with
 records of older writers, which carry only counters, it is shown at the
-first record whose mux_dropped counter grew. Gaps and drops concern the
-whole stream, so they are shown whatever -c selects.
+first record whose mux_dropped counter grew. A transport loss is read
+from the datastream.transport record its writer submitted once the
+output delivered again, and shown at that record's position, after the
+positions it names: a copy read back from that output shows a gap there
+first; any other copy (the capture file) holds those positions, and the
+line tells what the network copy lacks. A record that does not decode
+names no loss. Gaps, drops and transport losses concern the whole
+stream, so they are shown whatever -c selects.
 
-The writer's own channels (datastream.clock, datastream.health) are hidden
-unless --all is given or -c names them.
+The writer's own channels (datastream.clock, datastream.health,
+datastream.transport) are hidden unless --all is given or -c names them;
+--all shows a health or transport record after the loss line it gives
+rise to.
 
 --cat prints payload bytes only, byte-exact: by default the text channels,
-with -c the channels named (records as written, with no separator). Gaps
-and drops are not in its output: it ends with one warning on stderr when
-there were any.
+with -c the channels named (records as written, with no separator). Gaps,
+drops and transport losses are not in its output: it ends with one
+warning on stderr when there were any.
 
 --json prints one JSON object per text line (joined across frames as
 above: "text" holds the line's bytes exactly, its newline included,
@@ -78,7 +89,11 @@ drain tick's clock reading before the frames the tick takes, so it is an
 upper bound on when the frame arrived, within one flush interval. A gap is
 {"gap":{"from":F,"to":T,"count":N}}, a drop
 {"dropped":{"before":P,"frames":N,"bytes":B,"reason":"queue full"}} (bytes
-null when the record did not say), each after "stream", "node", "life".
+null when the record did not say), a transport loss
+{"transport_loss":{"output":S,"from":F,"to":T,"frames":N,"reason":R,
+"since_unix_ms":MS,"until_unix_ms":MS}} (the outage's wall-clock bounds in
+ms since the Unix epoch, 0 when the record did not say), each after
+"stream", "node", "life".
 
 --time adds a time column: --time or --time=wall (local time; --utc or
 --time=utc for UTC), --time=since-start (seconds since the first clock
@@ -109,7 +124,7 @@ first. A capture that ds wrap is still writing is read to its current end.`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "cat", Usage: "print payload bytes only, byte-exact"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep reading files as they grow, and new captures in directories"},
-			&cli.GenericFlag{Name: "json", Value: &optionalValue{}, Usage: "print one JSON object per line, record, gap, drop and damaged range (=frames: per frame)"},
+			&cli.GenericFlag{Name: "json", Value: &optionalValue{}, Usage: "print one JSON object per line, record, gap, drop, transport loss and damaged range (=frames: per frame)"},
 			&cli.GenericFlag{Name: "time", Value: &optionalValue{}, Usage: "add a time column: wall, utc, since-start, delta or unix"},
 			&cli.BoolFlag{Name: "utc", Usage: "show and read times in UTC"},
 			&cli.BoolFlag{Name: "show-cursor", Usage: "end with the cursor of what was shown (for --after)"},
@@ -117,13 +132,17 @@ first. A capture that ds wrap is still writing is read to its current end.`,
 			&cli.BoolFlag{Name: "all", Usage: "also show the writer's own datastream.* channels"},
 			&cli.BoolFlag{Name: "cr-segments", Usage: "show every CR-separated segment of a text line"},
 			colorFlag(),
-		}, selectionFlags()...),
+		}, append(selectionFlags(), natsFlags()...)...),
 		Action: logAction,
 	}
 }
 
 func logAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
+	ctx, err := withNATSInputs(ctx, c)
+	if err != nil {
+		return err
+	}
 	opts := views.LogOptions{
 		All:        c.Bool("all"),
 		CRSegments: c.Bool("cr-segments"),
@@ -168,7 +187,7 @@ func printLog(ctx context.Context, c *cli.Command, opts views.LogOptions, names 
 		}
 		return nil, cerr
 	}
-	if l := p.Losses(); opts.Format == views.FormatCat && l.Gaps+l.Drops > 0 {
+	if l := p.Losses(); opts.Format == views.FormatCat && l.Gaps+l.Drops+l.Transport > 0 {
 		warnCatLosses(root.ErrWriter, l)
 	}
 	warnSelection(root.ErrWriter, p)
@@ -242,7 +261,9 @@ func showCursor(w io.Writer, cur views.Cursor, format views.LogFormat) error {
 }
 
 // warnCatLosses says, in one line, that --cat output lacks frames that
-// ds log would have shown as gaps and drops.
+// ds log would have shown as gaps and drops, and what transport losses
+// the stream recorded: frames an output of it (ds wrap -o nats://…) did
+// not deliver, which this copy may hold.
 func warnCatLosses(w io.Writer, l views.Losses) {
 	var parts []string
 	if l.Gaps > 0 {
@@ -251,12 +272,22 @@ func warnCatLosses(w io.Writer, l views.Losses) {
 	if l.Drops > 0 {
 		parts = append(parts, fmt.Sprintf("%s dropped at the writer's queue in %s", lossCount(l.DroppedFrames, "frame"), lossCount(l.Drops, "place")))
 	}
-	fmt.Fprintf(w, "ds: warning: output incomplete: %s; ds log shows where\n", strings.Join(parts, ", "))
+	what := "output incomplete: "
+	if len(parts) == 0 {
+		what = "" // the frames an output lost may all be here
+	}
+	if l.Transport > 0 {
+		parts = append(parts, fmt.Sprintf("%s (%s not delivered by an output of the stream)", lossCount(l.Transport, "transport loss"), lossCount(l.UndeliveredFrames, "frame")))
+	}
+	fmt.Fprintf(w, "ds: warning: %s%s; ds log shows where\n", what, strings.Join(parts, ", "))
 }
 
 func lossCount(n uint64, what string) string {
-	if n == 1 {
+	switch {
+	case n == 1:
 		return "1 " + what
+	case strings.HasSuffix(what, "s"):
+		return fmt.Sprintf("%d %ses", n, what)
 	}
 	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,10 +12,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
 )
@@ -56,6 +60,8 @@ func TestScript(t *testing.T) {
 			"mkcopy":     cmdMkcopy,
 			"readatmost": cmdReadAtMost,
 			"mkstream":   cmdMkstream,
+			"natsd":      cmdNatsd,
+			"natspub":    cmdNatspub,
 		},
 	})
 }
@@ -284,5 +290,169 @@ func cmdMkstream(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(w.Close())
 	} else {
 		ts.Check(w.EndSegment())
+	}
+}
+
+// natsServers are the servers natsd started, by script and name.
+var natsServers = struct {
+	sync.Mutex
+	m map[*testscript.TestScript]map[string]*natsdServer
+}{m: map[*testscript.TestScript]map[string]*natsdServer{}}
+
+// natsdServer is a server natsd started: where it listens and keeps its
+// files, and the server while it runs (nil once stopped).
+type natsdServer struct {
+	listen, dir string
+	s           *fleet.Server
+}
+
+// natsd start NAME [DIR] [-nostream] | natsd stop NAME | natsd restart
+// NAME: run a NATS server with JetStream in the test process
+// (fleet.StartServer) on a free loopback port, its files under DIR
+// ($WORK/NAME by default); start sets $NATS_NAME_URL
+// (nats://127.0.0.1:PORT, NAME upper-cased) and, unless -nostream, creates
+// the JetStream stream of prefix "ds" (as ds nats init does). restart
+// starts a stopped server again on the same port and files. Every server
+// stops at the end of the script.
+func cmdNatsd(ts *testscript.TestScript, neg bool, args []string) {
+	usage := func() { ts.Fatalf("usage: natsd start NAME [DIR] [-nostream] | natsd stop NAME | natsd restart NAME") }
+	if neg || len(args) < 2 {
+		usage()
+	}
+	verb, name := args[0], args[1]
+	natsServers.Lock()
+	byName := natsServers.m[ts]
+	if byName == nil {
+		byName = map[string]*natsdServer{}
+		natsServers.m[ts] = byName
+		ts.Defer(func() {
+			natsServers.Lock()
+			defer natsServers.Unlock()
+			for _, n := range natsServers.m[ts] {
+				if n.s != nil {
+					n.s.Shutdown()
+				}
+			}
+			delete(natsServers.m, ts)
+		})
+	}
+	n := byName[name]
+	natsServers.Unlock()
+	switch verb {
+	case "start":
+		dir, stream := "", true
+		for _, a := range args[2:] {
+			switch {
+			case a == "-nostream":
+				stream = false
+			case dir == "":
+				dir = a
+			default:
+				usage()
+			}
+		}
+		if n != nil {
+			ts.Fatalf("natsd: %s started already", name)
+		}
+		if dir == "" {
+			dir = name
+		}
+		n = &natsdServer{listen: "127.0.0.1:0", dir: ts.MkAbs(dir)}
+		natsdRun(ts, n)
+		n.listen = strings.TrimPrefix(n.s.ClientURL(), "nats://")
+		natsServers.Lock()
+		byName[name] = n
+		natsServers.Unlock()
+		ts.Setenv("NATS_"+strings.ToUpper(name)+"_URL", n.s.ClientURL())
+		ts.Setenv("NATS_"+strings.ToUpper(name)+"_ADDR", n.listen)
+		if stream {
+			t, err := fleet.ParseTarget(n.s.ClientURL())
+			ts.Check(err)
+			nc, err := fleet.Connect(t, fleet.Auth{}, fleet.ConnectOptions{Name: "natsd"})
+			ts.Check(err)
+			defer nc.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, _, err = fleet.InitStream(ctx, nc, t.Prefix, fleet.StreamOptions{})
+			ts.Check(err)
+		}
+	case "stop", "restart":
+		if n == nil || len(args) != 2 {
+			usage()
+		}
+		if verb == "stop" {
+			if n.s == nil {
+				ts.Fatalf("natsd: %s is stopped already", name)
+			}
+			n.s.Shutdown()
+			n.s = nil
+			return
+		}
+		if n.s != nil {
+			ts.Fatalf("natsd: %s is running", name)
+		}
+		natsdRun(ts, n)
+	default:
+		usage()
+	}
+}
+
+// natsdRun starts n's server, trying for a few seconds while its port
+// lingers after a stop.
+func natsdRun(ts *testscript.TestScript, n *natsdServer) {
+	var err error
+	for i := 0; i < 50; i++ {
+		var s *fleet.Server
+		if s, err = fleet.StartServer(fleet.ServerOptions{Listen: n.listen, StoreDir: n.dir}); err == nil {
+			n.s = s
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ts.Fatalf("natsd: %v", err)
+}
+
+// natspub URL NODE#LIFE LINES PER: publish a stream to the JetStream
+// stream at URL (fleet.Publisher, as -o nats://… does) whose channel
+// proc.job.stdout holds "line N\n" for N = 1..LINES at positions
+// 0..LINES-1, PER lines a message, then its end, and nothing else: a known
+// number of messages, which ds emit's timing does not give.
+func cmdNatspub(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: natspub URL NODE#LIFE LINES PER")
+	}
+	id, err := frames.ParseStreamID(args[1])
+	ts.Check(err)
+	lines, err := strconv.Atoi(args[2])
+	ts.Check(err)
+	per, err := strconv.Atoi(args[3])
+	ts.Check(err)
+	if per < 1 {
+		ts.Fatalf("natspub: PER must be at least 1")
+	}
+	t, err := fleet.ParseTarget(args[0])
+	ts.Check(err)
+	nc, err := fleet.Connect(t, fleet.Auth{}, fleet.ConnectOptions{Name: "natspub"})
+	ts.Check(err)
+	defer nc.Close()
+	e := frames.NewEndpoint(frames.StreamDescriptor{Stream: id}, frames.EndpointOptions{})
+	ch, err := e.RegisterChannel("proc.job.stdout", frames.TextStream())
+	ts.Check(err)
+	p, err := fleet.NewPublisher(e, nc, t, fleet.PublisherOptions{})
+	ts.Check(err)
+	for n := 1; n <= lines; n++ {
+		e.Producer().SubmitText(ch, fmt.Sprintf("line %d\n", n))
+		if n%per == 0 || n == lines {
+			e.Tick()
+			p.Take(true)
+		}
+	}
+	e.End()
+	e.Tick()
+	p.Take(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if rep := p.Close(ctx); rep.LostFrames != 0 || rep.Messages == 0 {
+		ts.Fatalf("natspub: %+v", rep)
 	}
 }

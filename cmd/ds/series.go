@@ -82,7 +82,7 @@ printed first.`,
 			&cli.StringSliceFlag{Name: "field", Aliases: []string{"f"}, Usage: "print the value at gjson `PATH`; repeatable, in the order given"},
 			&cli.StringFlag{Name: "format", Aliases: []string{"o"}, Value: "json", Usage: "output `FORMAT`: json (NDJSON), csv or tsv"},
 			&cli.BoolFlag{Name: "rate", Usage: "print each field as a per-second rate of a cumulative counter"},
-		}, streamFlags()...),
+		}, append(streamFlags(), natsFlags()...)...),
 		DisableSliceFlagSeparator: true,
 		Action:                    seriesAction,
 	}
@@ -90,6 +90,10 @@ printed first.`,
 
 func seriesAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
+	ctx, err := withNATSInputs(ctx, c)
+	if err != nil {
+		return err
+	}
 	args := c.Args().Slice()
 	if len(args) == 0 {
 		return usagef("series: no channel given")

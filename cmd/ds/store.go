@@ -543,7 +543,7 @@ func tailConsumer(ctx context.Context, name string, opts views.LogOptions, dirs 
 		}
 		return cerr
 	}
-	if l := p.Losses(); opts.Format == views.FormatCat && l.Gaps+l.Drops > 0 {
+	if l := p.Losses(); opts.Format == views.FormatCat && l.Gaps+l.Drops+l.Transport > 0 {
 		warnCatLosses(stderr, l)
 	}
 	warnSelection(stderr, p)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/views"
@@ -95,7 +96,7 @@ func fileCursor(name string) views.Cursor {
 // within streamsBudget of reads per file, or name is not a file (stdin,
 // a pipe) or holds no DSS header at all.
 func walkSpans(name string, fn func(segments.Span)) bool {
-	if name == "-" {
+	if name == "-" || fleet.IsURL(name) {
 		return false
 	}
 	fi, err := os.Stat(name)

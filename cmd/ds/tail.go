@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -94,13 +96,17 @@ Exit status 3 when what was read of an input is damaged.`,
 			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "show only `CHANNEL` (exact name, or a prefix ending in .*); repeatable"},
 			&cli.BoolFlag{Name: "all", Usage: "also show the writer's own datastream.* channels"},
 			colorFlag(),
-		}, selectionFlags()...),
+		}, append(selectionFlags(), natsFlags()...)...),
 		Action: tailAction,
 	}
 }
 
 func tailAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
+	ctx, err := withNATSInputs(ctx, c)
+	if err != nil {
+		return err
+	}
 	n := c.Int("lines")
 	if n < 0 {
 		return usagef("tail: -n %d: want a number of lines, 0 or more", n)
@@ -161,7 +167,16 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 	cursor := views.Cursor{}
 	headers := 0
 	for _, name := range names {
-		if name != "-" && !isStoreInput(name) {
+		// A nats:// input is connected to before its header, as a file
+		// is looked for (src is nil for any other input).
+		var src *natsSource
+		if fleet.IsURL(name) {
+			var err error
+			if src, err = openNATS(ctx, name); err != nil {
+				o.fail(root.ErrWriter, err) // no header for it
+				continue
+			}
+		} else if name != "-" && !isStoreInput(name) {
 			if _, err := os.Stat(name); err != nil {
 				o.fail(root.ErrWriter, err) // as tail(1): no header for it
 				continue
@@ -173,31 +188,36 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 				sep = ""
 			}
 			headers++
-			if _, err := fmt.Fprintf(root.Writer, "%s==> %s <==\n", sep, name); err != nil {
+			if _, err := fmt.Fprintf(root.Writer, "%s==> %s <==\n", sep, inputName(name)); err != nil {
 				return writeErr(err)
 			}
 		}
 		var d bool
 		var err error
 		if n == 0 && cursorFile == "" {
-			d, err = false, probeInput(name, root.Reader) // as tail(1): nothing to print
+			if src == nil {
+				err = probeInput(name, root.Reader) // as tail(1): nothing to print
+			}
 		} else if n == 0 {
 			// Nothing to print, but the cursor of the end to save: the
 			// next run starts from here.
 			var cur views.Cursor
 			one := opts
 			one.Lines = 1
-			d, cur, err = tailOne(ctx, name, root.Reader, io.Discard, root.ErrWriter, one)
-			mergeCursor(cursor, fileCursor(name))
+			d, cur, err = tailOne(ctx, name, src, root.Reader, io.Discard, root.ErrWriter, one)
+			mergeCursor(cursor, endCursor(ctx, name, src, opts.Log))
 			mergeCursor(cursor, cur)
 		} else {
 			var cur views.Cursor
-			d, cur, err = tailOne(ctx, name, root.Reader, root.Writer, root.ErrWriter, opts)
-			if cursorFile != "" {
+			d, cur, err = tailOne(ctx, name, src, root.Reader, root.Writer, root.ErrWriter, opts)
+			if cursorFile != "" && err == nil {
 				// Streams that ended before the last lines are read too.
-				mergeCursor(cursor, fileCursor(name))
+				mergeCursor(cursor, endCursor(ctx, name, src, opts.Log))
 			}
 			mergeCursor(cursor, cur)
+		}
+		if src != nil {
+			src.close()
 		}
 		if d {
 			o.damage()
@@ -264,9 +284,14 @@ func probeInput(name string, stdin io.Reader) error {
 	return err
 }
 
-// tailOne prints the tail of one input and says whether what it read was
-// damaged, and the cursor of what it read.
-func tailOne(ctx context.Context, name string, stdin io.Reader, stdout, stderr io.Writer, opts views.TailOptions) (bool, views.Cursor, error) {
+// tailOne prints the tail of one input (src, when it is a nats:// input)
+// and says whether what it read was damaged, and the cursor of what it
+// read.
+func tailOne(ctx context.Context, name string, src *natsSource, stdin io.Reader, stdout, stderr io.Writer, opts views.TailOptions) (bool, views.Cursor, error) {
+	if src != nil {
+		d, cur, _, err := tailNATS(ctx, src, stdout, stderr, opts)
+		return d, cur, err
+	}
 	in, err := openInput(name, stdin)
 	if err != nil {
 		return false, nil, err
@@ -309,9 +334,24 @@ func tailFile(ctx context.Context, in *input, opts views.TailOptions, w, stderr 
 
 // tailStream is tail of an input that cannot be read from its end.
 func tailStream(ctx context.Context, in *input, stdout, stderr io.Writer, opts views.TailOptions) (bool, views.Cursor, error) {
+	ring, cur, damaged, err := tailRing(ctx, in, stderr, opts, false)
+	if err != nil {
+		return damaged, nil, err
+	}
+	return damaged, cur, ring.WriteLines(stdout)
+}
+
+// tailRing reads in to its end and returns its last opts.Lines lines as
+// ds log prints them, the cursor of what it read, and whether it was
+// damaged (reported on stderr). partial says that in is read from
+// part-way (partialLogSink).
+func tailRing(ctx context.Context, in *input, stderr io.Writer, opts views.TailOptions, partial bool) (*views.LineRing, views.Cursor, bool, error) {
 	ring := views.NewLineRing(opts.Lines)
 	p := views.NewPrinter(ring, opts.Log)
 	sink := views.NewLogSink(p, opts.Log.Window)
+	if partial {
+		sink = partialLogSink(p, opts.Log.Window)
+	}
 	sink.File = in.name
 	rep := &damageReporter{in: in, stderr: stderr, Sink: sink}
 	err := views.ScanAny(ctx, in.r, views.ScanOptions{}, rep)
@@ -320,9 +360,87 @@ func tailStream(ctx context.Context, in *input, stdout, stderr io.Writer, opts v
 		err = cerr
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
-		return rep.damaged, nil, inputError(in.name, err)
+		return ring, nil, rep.damaged, inputError(in.name, err)
 	}
-	return rep.damaged, p.Cursor(), ring.WriteLines(stdout)
+	return ring, p.Cursor(), rep.damaged, nil
+}
+
+// natsTailWindow is how many messages ds tail reads first from the end of
+// a nats:// input's JetStream stream; each further try reads 4 times as
+// many.
+const natsTailWindow = 64
+
+// tailNATS prints the last opts.Lines lines of a nats:// input, reading
+// its JetStream stream from the end: the last natsTailWindow messages
+// (of every subject it holds: a message is a drain tick or a few of one
+// producer, ds-format(5) segments that each name their frames), and, while
+// those give no more than opts.Lines lines, 4 times as many, up to the
+// whole stream. So the tail of a stream that holds GiB costs what its
+// last messages do, and the first line printed is never one cut by the
+// window's start. It returns whether what it read (the last try) was
+// damaged, the cursor of what it read, and the last sequence number of
+// the stream when it looked (0: it was empty), after which ds tail -f
+// follows.
+func tailNATS(ctx context.Context, src *natsSource, stdout, stderr io.Writer, opts views.TailOptions) (bool, views.Cursor, uint64, error) {
+	first, last, err := src.seqs(ctx)
+	if err != nil || last == 0 {
+		return false, views.Cursor{}, last, err
+	}
+	for k := uint64(natsTailWindow); ; k = min(4*k, last-first+1) {
+		start := first
+		if last-first >= k {
+			start = last - k + 1
+		}
+		r, err := src.reader(ctx, fleet.ReaderOptions{StartSeq: start})
+		if err != nil {
+			return false, nil, last, err
+		}
+		// The damage of a try that is not the last is not reported: the
+		// next one reads it again.
+		var warn bytes.Buffer
+		ring, cur, damaged, err := tailRing(ctx, &input{name: src.t.Display, r: r, size: -1}, &warn, opts, start > first)
+		if start == first || err != nil || ring.Lines() > int64(opts.Lines) {
+			if os.Getenv("DS_READ_STATS") != "" {
+				// A test hook: what reading from the end cost.
+				fmt.Fprintf(&warn, "ds: %s: read %d of %d messages\n", src.t.Display, last-start+1, last-first+1)
+			}
+			stderr.Write(warn.Bytes())
+			if err != nil {
+				return damaged, nil, last, err
+			}
+			return damaged, cur, last, ring.WriteLines(stdout)
+		}
+	}
+}
+
+// endCursor returns the cursor of having read input name to its end, as
+// far as it can be known without reading it all: for a capture file, from
+// its segments' summaries (fileCursor); for a nats:// input (src), from
+// the last message of each of its streams.
+func endCursor(ctx context.Context, name string, src *natsSource, opts views.LogOptions) views.Cursor {
+	if src == nil {
+		return fileCursor(name)
+	}
+	r, err := src.reader(ctx, fleet.ReaderOptions{LastPerStream: true})
+	if err != nil {
+		return nil
+	}
+	_, cur, _, _ := tailRing(ctx, &input{name: src.t.Display, r: r, size: -1}, io.Discard, views.TailOptions{Lines: 1, Log: opts}, true)
+	return cur
+}
+
+// partialLogSink is a log sink for an input read from part-way (the last
+// messages of a nats:// input), as views.Tail reads a file from part-way:
+// every stream starts at the first position read, where it starts is not
+// shown, and neither are frames below it.
+func partialLogSink(p *views.Printer, window int) *views.LogSink {
+	s := &views.LogSink{P: p, Partial: true}
+	s.A = views.NewAssemblerWith(views.AssemblerOptions{Memory: window, Eager: true}, func(it views.Item) {
+		if it.Kind != views.ItemStart && it.Kind != views.ItemLate {
+			p.Item(it)
+		}
+	})
+	return s
 }
 
 // writeErr turns a write error into the command's error: a closed pipe is

@@ -116,7 +116,7 @@ compressed, and the command runs at the speed of compression.
 
 With -o - the capture goes to stdout and CMD's stdout is not passed through.`,
 		Flags: append(append([]cli.Flag{
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "capture `FILE`, directory, or - for stdout (default: LABEL-TIME.dss here)"},
+			outputFlag(),
 			&cli.StringFlag{Name: "label", Usage: "process `LABEL` in channel names (default: the command's basename)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "record only; do not pass the output through"},
 			&cli.BoolFlag{Name: "pty", Usage: "run CMD on a pseudo-terminal (stdout and stderr merged, as a terminal shows them)"},
@@ -129,8 +129,9 @@ With -o - the capture goes to stdout and CMD's stdout is not passed through.`,
 			&cli.IntFlag{Name: "queue", Value: frames.DefaultMuxCapacity, Usage: "the capture queue holds at most `FRAMES` output frames (and 256 MiB of them, written or not)"},
 			&cli.DurationFlag{Name: "grace", Value: proc.DefaultGrace, Usage: "time between TERM and KILL"}),
 		// Flags end at the command: ds wrap make -j4 test works without --.
-		StopOnNthArg: &one,
-		Action:       wrapAction,
+		StopOnNthArg:              &one,
+		DisableSliceFlagSeparator: true, // -o nats://h1,h2/ds lists servers
+		Action:                    wrapAction,
 	}
 }
 
