@@ -39,6 +39,15 @@ func (c *capture) startPublishers(o captureOptions, stderr io.Writer) error {
 			c.closePublishersNow()
 			return err
 		}
+		if nc.IsConnected() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := fleet.CheckNewStream(ctx, nc, t, c.endpoint.Stream().Stream)
+			cancel()
+			if err != nil {
+				c.closePublishersNow()
+				return err
+			}
+		}
 		p, err := fleet.NewPublisher(c.endpoint, nc, t, fleet.PublisherOptions{
 			Compression: segments.CompressZstd, WriterID: "ds " + dsVersion(), Capacity: 2*o.Queue + 4096, Buffer: o.NATSBuffer,
 		})

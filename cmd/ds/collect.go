@@ -65,7 +65,12 @@ prints for a nats:// input:
 
 A message is acknowledged only once the store holds its frames durably:
 kill -9 loses nothing, as what was not acknowledged is stored by the
-next ds collect STORE (without duplicates). The server keeps its files
+next ds collect STORE (without duplicates). The server itself, as
+nats-server does by default, writes what producers publish at once but
+syncs its files to disk every 2 minutes: a crash of the machine (not of
+the process) can lose what producers were told was kept and the
+ingester had not stored yet; --sync syncs every message before it is
+acknowledged, at a cost in throughput. The server keeps its files
 in STORE/nats, beside STORE/streams, which it does not touch (the views
 and ds check read the store as they would without it); --max-age and
 --max-bytes bound what they take. One ds collect runs on a STORE at a
@@ -86,6 +91,7 @@ command line, 3 when a message was damaged.`,
 			&cli.StringFlag{Name: "durable", Value: "ds-collect", Usage: "the durable consumer `NAME` that stores the messages"},
 			&cli.StringFlag{Name: "token", Usage: "require `TOKEN` of every client (better: set $DS_NATS_TOKEN)", Sources: cli.EnvVars("DS_NATS_TOKEN")},
 			&cli.StringFlag{Name: "url-file", Usage: "write the URL producers publish to into `FILE` when ready", TakesFile: true},
+			&cli.BoolFlag{Name: "sync", Usage: "have the server fsync each message before it acknowledges it (slower; see above)"},
 		}, streamLimitFlags()...),
 		Action: collectAction,
 	}
@@ -99,6 +105,7 @@ type collectOptions struct {
 	durable string
 	token   string
 	urlFile string
+	sync    bool
 	limits  fleet.StreamOptions
 }
 
@@ -111,7 +118,7 @@ func collectAction(ctx context.Context, c *cli.Command) error {
 		return usagef("one store at a time (got %d arguments)", len(args))
 	}
 	o := collectOptions{store: args[0], listen: c.String("listen"), prefix: c.String("prefix"),
-		durable: c.String("durable"), token: c.String("token"), urlFile: c.String("url-file")}
+		durable: c.String("durable"), token: c.String("token"), urlFile: c.String("url-file"), sync: c.Bool("sync")}
 	if _, port, err := net.SplitHostPort(o.listen); err != nil {
 		return usagef("--listen %q: want HOST:PORT, such as 127.0.0.1:4222 or 0.0.0.0:0", o.listen)
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
@@ -216,7 +223,7 @@ func startCollectServer(o collectOptions, stderr io.Writer) (*fleet.Server, *os.
 		return nil, nil, fmt.Errorf("%s: another ds collect runs on this store", o.store)
 	}
 	srv, err := fleet.StartServer(fleet.ServerOptions{
-		Listen: o.listen, StoreDir: natsDir, Name: "ds-collect", Token: o.token,
+		Listen: o.listen, StoreDir: natsDir, Name: "ds-collect", Token: o.token, SyncAlways: o.sync,
 		Log: func(line string) {
 			// Notices (startup banners) are not worth a line; problems are.
 			if strings.HasPrefix(line, "warning: ") || strings.HasPrefix(line, "error: ") || strings.HasPrefix(line, "fatal: ") {

@@ -116,7 +116,10 @@ func ingestNATS(ctx context.Context, st *segments.Store, nc *nats.Conn, t fleet.
 	}
 	stats, err := fleet.Ingest(ctx, nc, t, st, o)
 	if err != nil {
-		return errors.New(ingestSafe(err.Error()))
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil // interrupted while starting: nothing was fetched
+		}
+		return &safeError{text: ingestSafe(err.Error()), err: err}
 	}
 	if ctx.Err() != nil || stats.Batches == 0 {
 		line := ingestLine(t.Display, stats.Frames, stats.Duplicates, stats.Conflicts, 0)
@@ -139,3 +142,14 @@ func ingestNATS(ctx context.Context, st *segments.Store, nc *nats.Conn, t fleet.
 func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }
+
+// safeError is an error whose text is cleaned for the terminal (names
+// from the server or the input) and whose cause stays reachable for
+// errors.Is and errors.As (the exit status).
+type safeError struct {
+	text string
+	err  error
+}
+
+func (e *safeError) Error() string { return e.text }
+func (e *safeError) Unwrap() error { return e.err }

@@ -129,9 +129,8 @@ func natsInitCommand() *cli.Command {
 		Usage:     "create the JetStream stream of a prefix, or update its limits",
 		UsageText: "ds nats init URL [--max-age D] [--max-bytes N] [--replicas N] [--duplicates D]",
 		Description: `Creates the JetStream stream that keeps what producers publish under
-URL's prefix (see ds nats --help), or, when it exists, sets its limits
-to those given (the defaults for the flags not given), and prints what
-it did:
+URL's prefix (see ds nats --help), or, when it exists, sets the limits
+given (the others stay as they are), and prints what it did:
 
    created stream DS_ds: subjects ds.s.>, max age 168h0m0s, max bytes
    10 GiB, replicas 1, duplicate window 2m0s
@@ -178,6 +177,21 @@ func natsInitAction(ctx context.Context, c *cli.Command) error {
 		return usagef("--duplicates %q: want a positive duration, such as 2m", c.String("duplicates"))
 	}
 	opts.Duplicates = dup
+	// On a stream that exists, a limit not given stays as it is (zero:
+	// fleet.InitStream keeps it); a new stream gets the defaults.
+	for _, f := range []struct {
+		name string
+		zero func()
+	}{
+		{"max-age", func() { opts.MaxAge = 0 }},
+		{"max-bytes", func() { opts.MaxBytes = 0 }},
+		{"replicas", func() { opts.Replicas = 0 }},
+		{"duplicates", func() { opts.Duplicates = 0 }},
+	} {
+		if !c.IsSet(f.name) {
+			f.zero()
+		}
+	}
 	auth, err := natsAuthFrom(c)
 	if err != nil {
 		return err

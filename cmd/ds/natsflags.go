@@ -52,7 +52,7 @@ func dialNATS(url string, auth fleet.Auth, name string, retry bool, warn io.Writ
 		return nil, t, usagef("%v", err)
 	}
 	nc, err := fleet.Connect(t, auth, fleet.ConnectOptions{Name: name, Timeout: 3 * time.Second})
-	if err == nil || !retry {
+	if err == nil || !retry || !fleet.Unreachable(err) {
 		return nc, t, err
 	}
 	fmt.Fprintf(warn, "ds: warning: %v; trying again in the background (what cannot wait for it is lost to that output and recorded)\n", err)

@@ -121,7 +121,7 @@ func Ingest(ctx context.Context, nc *nats.Conn, t Target, st *segments.Store, o 
 	if err != nil {
 		return stats, fmt.Errorf("%s: %w", t.Display, explainJS(err))
 	}
-	heads := newHeadTracker(stream)
+	heads := newHeadTracker(stream, t)
 	stats.Expired = expired(ctx, js, name, cons, warn, t, 0)
 	idleSince := time.Now()
 	var data []byte
@@ -148,6 +148,10 @@ func Ingest(ctx context.Context, nc *nats.Conn, t Target, st *segments.Store, o 
 			msgs, data = msgs[:0], data[:0]
 			for m := range batch.Messages() {
 				msgs = append(msgs, m)
+				if err := checkSubject(t, m); err != nil {
+					warn(err) // acknowledged below, never stored
+					continue
+				}
 				data = append(data, m.Data()...)
 			}
 			heads.check(ctx, msgs)
@@ -223,6 +227,26 @@ func Ingest(ctx context.Context, nc *nats.Conn, t Target, st *segments.Store, o 
 	return stats, nil
 }
 
+// checkSubject checks that message m holds a segment of the stream its
+// subject names: a client allowed to publish on one node's subjects
+// (PREFIX.s.NODE.>) must not be able to write another node's stream, nor
+// set its trim horizon. Such a message is skipped, with this error.
+func checkSubject(t Target, m jetstream.Msg) error {
+	h, _, err := wireformat.ParseHeader(m.Data())
+	if err != nil {
+		// Damage is the reader's to report, with its byte range.
+		return nil
+	}
+	if want := Subject(t.Prefix, h.Stream.Stream); want != m.Subject() {
+		seq := uint64(0)
+		if md, err := m.Metadata(); err == nil {
+			seq = md.Sequence.Stream
+		}
+		return fmt.Errorf("%s: message %d on subject %q holds stream %s, whose subject is %q: skipped", t.Display, seq, m.Subject(), h.Stream.Stream, want)
+	}
+	return nil
+}
+
 // onlyRefused reports whether err is nothing but streams refused for a
 // catalog conflict (segments.ErrStreamRefused), which no retry cures.
 func onlyRefused(err error) bool {
@@ -273,6 +297,7 @@ func expired(ctx context.Context, js jetstream.JetStream, name string, cons jets
 // trimming deletes the oldest entries and readers resume at the
 // horizon), which views show as trimmed, never as a gap.
 type headTracker struct {
+	target Target
 	stream jetstream.Stream
 	seen   map[string]bool // subjects whose first message was checked
 	found  []trimmedHead
@@ -289,8 +314,8 @@ type trimmedHead struct {
 // the map starts again (a subject checked twice costs one request).
 const maxTrackedSubjects = 1 << 16
 
-func newHeadTracker(s jetstream.Stream) *headTracker {
-	return &headTracker{stream: s, seen: map[string]bool{}}
+func newHeadTracker(s jetstream.Stream, t Target) *headTracker {
+	return &headTracker{target: t, stream: s, seen: map[string]bool{}}
 }
 
 // check looks at the messages of a batch whose subject it has not seen.
@@ -329,7 +354,7 @@ func (h *headTracker) first(ctx context.Context, m jetstream.Msg) (trimmedHead, 
 		return trimmedHead{}, false // an earlier message is still there
 	}
 	hd, _, err := wireformat.ParseHeader(m.Data())
-	if err != nil {
+	if err != nil || Subject(h.target.Prefix, hd.Stream.Stream) != subj {
 		return trimmedHead{}, false
 	}
 	return trimmedHead{id: hd.Stream.Stream, first: frames.Position(first), header: &hd}, true
@@ -371,6 +396,9 @@ type ReaderOptions struct {
 	LastPerStream bool
 	// Nodes, when not empty, reads only these nodes' subjects.
 	Nodes []frames.NodeID
+	// Warn, if set, is told of messages skipped because they are not
+	// what their subject says (checkSubject).
+	Warn func(error)
 	// StartSeq, when not 0, starts at this sequence number of the
 	// JetStream stream (counted over all its subjects) instead of its
 	// first retained message: ds tail reads only the last messages.
@@ -408,27 +436,40 @@ func NewReader(ctx context.Context, nc *nats.Conn, t Target, o ReaderOptions) (i
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Display, explainJS(err))
 	}
-	pending := uint64(1)
-	if !o.Follow {
-		ci, err := cons.Info(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", t.Display, explainJS(err))
-		}
-		pending = ci.NumPending
-	}
 	stream, err := js.Stream(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Display, explainJS(err))
 	}
-	heads := newHeadTracker(stream)
+	// Without Follow the reader ends at the last message its filters
+	// match now: what producers publish while it reads is not waited for.
+	var endSeq uint64
+	if !o.Follow {
+		for _, f := range cfg.FilterSubjects {
+			m, err := stream.GetLastMsgForSubject(ctx, f)
+			switch {
+			case errors.Is(err, jetstream.ErrMsgNotFound):
+			case err != nil:
+				return nil, fmt.Errorf("%s: %w", t.Display, explainJS(err))
+			default:
+				endSeq = max(endSeq, m.Sequence)
+			}
+		}
+	}
+	warn := o.Warn
+	if warn == nil {
+		warn = func(error) {}
+	}
+	heads := newHeadTracker(stream, t)
 	pr, pw := io.Pipe()
 	rctx, cancel := context.WithCancel(ctx)
 	go func() {
-		if pending == 0 {
-			pw.Close()
+		defer cancel()
+		if !o.Follow && endSeq == 0 {
+			pw.Close() // nothing to read
 			return
 		}
 		var downSince time.Time
+		failures := 0
 		for rctx.Err() == nil {
 			if !nc.IsConnected() {
 				// Following waits for the server; a read to the end
@@ -438,7 +479,6 @@ func NewReader(ctx context.Context, nc *nats.Conn, t Target, o ReaderOptions) (i
 				}
 				if !o.Follow && time.Since(downSince) > readerPatience {
 					pw.CloseWithError(fmt.Errorf("%s: server unreachable for %v while reading: %v", t.Display, readerPatience, nc.LastError()))
-					cancel()
 					return
 				}
 				time.Sleep(100 * time.Millisecond)
@@ -446,33 +486,50 @@ func NewReader(ctx context.Context, nc *nats.Conn, t Target, o ReaderOptions) (i
 			}
 			downSince = time.Time{}
 			batch, err := cons.Fetch(256, jetstream.FetchMaxWait(time.Second))
-			if err != nil {
+			if err == nil {
+				err = batch.Error()
+			}
+			n := 0
+			if batch != nil {
+				for m := range batch.Messages() {
+					n++
+					if !o.LastPerStream {
+						if th, ok := heads.first(rctx, m); ok {
+							if seg, err := trimmedSegment(th); err == nil {
+								if _, err := pw.Write(seg); err != nil {
+									return
+								}
+							}
+						}
+					}
+					if err := checkSubject(t, m); err != nil {
+						warn(err)
+					} else if _, err := pw.Write(m.Data()); err != nil {
+						return
+					}
+					if md, err := m.Metadata(); err == nil && !o.Follow && md.Sequence.Stream >= endSeq {
+						pw.Close()
+						return
+					}
+				}
+			}
+			if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) && n == 0 {
 				if rctx.Err() != nil {
 					break
+				}
+				if failures++; !o.Follow && failures >= 10 {
+					pw.CloseWithError(fmt.Errorf("%s: reading: %w", t.Display, explainJS(err)))
+					return
 				}
 				time.Sleep(250 * time.Millisecond)
 				continue
 			}
-			for m := range batch.Messages() {
-				if !o.LastPerStream {
-					if th, ok := heads.first(rctx, m); ok {
-						if seg, err := trimmedSegment(th); err == nil {
-							if _, err := pw.Write(seg); err != nil {
-								cancel()
-								break
-							}
-						}
-					}
-				}
-				if _, err := pw.Write(m.Data()); err != nil {
-					cancel()
-					break
-				}
-				if md, err := m.Metadata(); err == nil && md.NumPending == 0 && !o.Follow {
+			failures = 0
+			if n == 0 && !o.Follow {
+				// Nothing came: the messages up to endSeq may have been
+				// removed (retention) while the reader waited.
+				if ci, err := cons.Info(rctx); err == nil && ci.NumPending == 0 {
 					pw.Close()
-					cancel()
-					for range batch.Messages() {
-					}
 					return
 				}
 			}

@@ -80,6 +80,7 @@ type Publisher struct {
 	subject   string
 	stream    frames.StreamID
 	opts      PublisherOptions
+	fixedMax  bool // opts.MaxMessage was given: not taken from the server
 	now       func() time.Time
 
 	// The capture loop's side (Take, Close).
@@ -155,6 +156,7 @@ func NewPublisher(e *frames.Endpoint, nc *nats.Conn, t Target, opts PublisherOpt
 	if opts.PublishTimeout <= 0 {
 		opts.PublishTimeout = DefaultPublishTimeout
 	}
+	fixedMax := opts.MaxMessage > 0
 	max := opts.MaxMessage
 	if max <= 0 {
 		max = DefaultMaxMessage
@@ -173,7 +175,7 @@ func NewPublisher(e *frames.Endpoint, nc *nats.Conn, t Target, opts PublisherOpt
 	desc := e.Stream()
 	p := &Publisher{
 		target: t, nc: nc, js: js, producer: e.Producer(),
-		subject: Subject(t.Prefix, desc.Stream), stream: desc.Stream, opts: opts, now: opts.Now,
+		subject: Subject(t.Prefix, desc.Stream), stream: desc.Stream, opts: opts, now: opts.Now, fixedMax: fixedMax,
 		sent: make(chan struct{}),
 	}
 	if p.now == nil {
@@ -218,6 +220,16 @@ func (p *Publisher) Name() string { return p.target.Display }
 // lost to this output, counted, and recorded once the output delivers
 // again. It must be called before the frames' payloads are reused.
 func (p *Publisher) Take(flush bool) {
+	if !p.fixedMax {
+		// A server down when the publisher started said no max_payload:
+		// once it does, messages are sized to it.
+		if mp := p.nc.MaxPayload(); mp > 0 && mp < int64(p.opts.MaxMessage) {
+			p.opts.MaxMessage = int(mp)
+			if p.nframes > 0 && p.size > p.limit() {
+				p.seal(false)
+			}
+		}
+	}
 	p.events = p.sub.DrainInto(p.events[:0])
 	for i := range p.events {
 		ev := &p.events[i]
@@ -504,6 +516,7 @@ func (p *Publisher) seal(final bool) {
 func (p *Publisher) send() {
 	defer close(p.sent)
 	backoff := 100 * time.Millisecond
+	tries := 0 // failed attempts at the message in hand
 	for {
 		p.mu.Lock()
 		for len(p.queue) == 0 && !p.closing {
@@ -518,11 +531,12 @@ func (p *Publisher) send() {
 		if p.sendCtx.Err() != nil {
 			return
 		}
-		err := p.publish(m)
+		err := p.publish(m, tries > 0)
 		if p.sendCtx.Err() != nil {
 			return
 		}
 		if err != nil {
+			tries++
 			p.fail(err)
 			p.stats.retries.Add(1)
 			select {
@@ -533,8 +547,9 @@ func (p *Publisher) send() {
 			backoff = min(2*backoff, time.Second)
 			continue
 		}
-		backoff = 100 * time.Millisecond
+		backoff, tries = 100*time.Millisecond, 0
 		p.mu.Lock()
+		p.queue[0] = message{} // its bytes are garbage now
 		p.queue = p.queue[1:]
 		p.queued.Add(-int64(len(m.data)))
 		p.state = ""
@@ -542,10 +557,14 @@ func (p *Publisher) send() {
 	}
 }
 
-// publish sends m once and waits for its acknowledgement. A message the
-// server can never take (larger than its max_payload) is given up: its
-// frames are recorded as lost.
-func (p *Publisher) publish(m message) error {
+// publish sends m once and waits for its acknowledgement; retry says that
+// an earlier attempt failed. A message the server can never take (larger
+// than its max_payload) is given up: its frames are recorded as lost. So
+// is one that the server calls a duplicate at its first attempt: the
+// server holds another message with its Nats-Msg-Id, which this publisher
+// never sent (another run with the same node and life), and keeps that
+// one.
+func (p *Publisher) publish(m message, retry bool) error {
 	if !p.nc.IsConnected() {
 		p.fail(errDisconnected)
 		if err := waitConnected(p.sendCtx, p.nc); err != nil {
@@ -562,8 +581,16 @@ func (p *Publisher) publish(m message) error {
 		p.giveUp(m, fmt.Sprintf("message of %d bytes refused: larger than the server's max_payload", len(m.data)))
 		return nil
 	}
+	if reason, final := refusedForGood(err); final {
+		p.giveUp(m, reason)
+		return nil
+	}
 	if err != nil {
 		return err
+	}
+	if ack.Duplicate && !retry {
+		p.giveUp(m, fmt.Sprintf("the server holds another message with id %s (another run with the same --node and --life?) and dropped this one", m.id))
+		return nil
 	}
 	p.stats.messages.Add(1)
 	p.stats.frames.Add(uint64(m.frames))
@@ -575,6 +602,22 @@ func (p *Publisher) publish(m message) error {
 }
 
 var errDisconnected = errors.New("disconnected")
+
+// refusedForGood reports whether a publish error is one that sending the
+// same message again cannot cure (the stream's maximum message size, a
+// permission the credentials lack, a message the stream refuses): the
+// message is then given up, recorded, instead of blocking the output for
+// the rest of the run.
+func refusedForGood(err error) (string, bool) {
+	if errors.Is(err, nats.ErrPermissionViolation) {
+		return "publish refused: " + err.Error(), true
+	}
+	var api *jetstream.APIError
+	if errors.As(err, &api) && api.Code >= 400 && api.Code < 500 && api.Code != 408 && api.Code != 429 {
+		return fmt.Sprintf("publish refused by the stream: %s (%d)", api.Description, api.ErrorCode), true
+	}
+	return "", false
+}
 
 // The headers of a message besides Nats-Msg-Id, which let a consumer
 // tell a stream whose head the server's retention removed (ds-format(5)

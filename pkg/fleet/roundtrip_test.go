@@ -289,3 +289,34 @@ func TestOversizedFrame(t *testing.T) {
 		t.Errorf("%d frames stored, want %d", len(g.Frames), len(p.all)-1)
 	}
 }
+
+// TestSameStreamTwice: a second run with the same node and life publishes
+// messages whose Nats-Msg-Ids the server already holds. JetStream keeps
+// the first run's and drops these as duplicates; the publisher must not
+// take that for a delivery: it counts the frames lost, with a reason that
+// names the likely cause, instead of reporting success.
+func TestSameStreamTwice(t *testing.T) {
+	s := testServer(t, "")
+	nc, tg := connect(t, s.ClientURL())
+	initStream(t, nc, tg.Prefix, StreamOptions{})
+	first := newProducer(t, "twice", 7, publisherOn(t, nc, tg, PublisherOptions{}))
+	first.write(50)
+	first.tick(true)
+	if rep := first.end(t, 10*time.Second); rep.LostFrames != 0 {
+		t.Fatalf("first run: %+v", rep)
+	}
+	second := newProducer(t, "twice", 7, publisherOn(t, nc, tg, PublisherOptions{}))
+	second.write(50)
+	second.tick(true)
+	rep := second.end(t, 10*time.Second)
+	// Its 50 lines are lost (the server kept the first run's); the record
+	// that says so is a new position, so it is stored.
+	if rep.LostFrames != 50 || rep.Recorded+uint64(len(rep.Unrecorded)) == 0 {
+		t.Fatalf("second run with the same node and life: %+v", rep)
+	}
+	for _, l := range rep.Unrecorded {
+		if !strings.Contains(l.Reason, "same --node and --life") {
+			t.Errorf("reason %q", l.Reason)
+		}
+	}
+}

@@ -26,6 +26,11 @@ type ServerOptions struct {
 	Token string
 	// Log, if set, receives the server's notices and errors (each line).
 	Log func(string)
+	// SyncAlways makes JetStream sync each message to disk before it
+	// acknowledges it (nats-server's sync_interval: always); otherwise it
+	// syncs every 2 minutes, and a machine crash can lose what it
+	// acknowledged since.
+	SyncAlways bool
 }
 
 // A Server is nats-server running in this process with JetStream enabled
@@ -65,6 +70,7 @@ func StartServer(o ServerOptions) (*Server, error) {
 		// A message is at most 1 MiB, the NATS default; a Publisher
 		// sizes its messages to what the server says.
 		MaxPayload: 1 << 20,
+		SyncAlways: o.SyncAlways,
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
 )
 
 // Defaults of [StreamOptions]: the trim horizon of the seed's streams
@@ -40,7 +44,9 @@ type StreamOptions struct {
 
 // InitStream creates the JetStream stream that takes every subject under
 // prefix ([StreamName], subjects [AllSubjects]), or updates its limits when
-// it exists, and returns its configuration. created says which. Old
+// it exists, and returns its configuration. created says which. On a
+// stream that exists, a zero field of o keeps the stream's value (an
+// update changes only what it is told); a new stream gets the defaults. Old
 // messages are discarded when a limit is reached: the consumers see that
 // as the stream's trim horizon, not as loss.
 func InitStream(ctx context.Context, nc *nats.Conn, prefix string, o StreamOptions) (cfg jetstream.StreamConfig, created bool, err error) {
@@ -84,12 +90,26 @@ func InitStream(ctx context.Context, nc *nats.Conn, prefix string, o StreamOptio
 	if o.Memory {
 		cfg.Storage = jetstream.MemoryStorage
 	}
-	_, err = js.Stream(ctx, cfg.Name)
+	s, err := js.Stream(ctx, cfg.Name)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		_, err = js.CreateStream(ctx, cfg)
 		created = true
 	case err == nil:
+		old := s.CachedInfo().Config
+		if o.MaxAge == 0 {
+			cfg.MaxAge = old.MaxAge
+		}
+		if o.MaxBytes == 0 {
+			cfg.MaxBytes = old.MaxBytes
+		}
+		if o.Replicas == 0 {
+			cfg.Replicas = old.Replicas
+		}
+		if o.Duplicates == 0 {
+			cfg.Duplicates = old.Duplicates
+		}
+		cfg.Storage = old.Storage // JetStream cannot change it
 		_, err = js.UpdateStream(ctx, cfg)
 	}
 	if err != nil {
@@ -108,6 +128,17 @@ func FindStream(ctx context.Context, js jetstream.JetStream, t Target) (string, 
 	}
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", t.Display, explainJS(err))
+	}
+	// The stream must be the prefix's own: one made for a shorter prefix
+	// (ds.> or ds.s.> for the prefix ds.s.x) would hand this prefix's
+	// messages to that prefix's consumers as streams of its own.
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", t.Display, explainJS(err))
+	}
+	subjects := s.CachedInfo().Config.Subjects
+	if !slices.Contains(subjects, AllSubjects(t.Prefix)) && !slices.Contains(subjects, t.Prefix+".>") {
+		return "", fmt.Errorf("%s: JetStream stream %s takes subjects %s, not this prefix's own (%s): choose another prefix, or create its stream with: ds nats init %s", t.Display, name, strings.Join(subjects, " "), AllSubjects(t.Prefix), t.Display)
 	}
 	return name, nil
 }
@@ -136,4 +167,33 @@ func explainJS(err error) error {
 		return fmt.Errorf("server unreachable (%w)", err)
 	}
 	return err
+}
+
+// CheckNewStream checks that the server holds no message of stream id
+// under t. A second run with the same node and life would publish the
+// positions of the first one again, under the same Nats-Msg-Ids: the
+// server would drop them as duplicates within its window and the store
+// would refuse them as conflicts after it. A producer calls it at start,
+// as --append refuses a file that holds the stream already.
+func CheckNewStream(ctx context.Context, nc *nats.Conn, t Target, id frames.StreamID) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	name, err := FindStream(ctx, js, t)
+	if err != nil {
+		return err
+	}
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", t.Display, explainJS(err))
+	}
+	_, err = s.GetLastMsgForSubject(ctx, Subject(t.Prefix, id))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s: %w", t.Display, explainJS(err))
+	}
+	return fmt.Errorf("%s: the server already holds stream %s: give this run another --life (or none: ds picks a fresh one)", t.Display, id)
 }

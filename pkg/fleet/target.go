@@ -264,6 +264,15 @@ func Connect(t Target, auth Auth, o ConnectOptions) (*nats.Conn, error) {
 		nats.PingInterval(5 * time.Second),
 		nats.MaxPingsOutstanding(2),
 		nats.RetryOnFailedConnect(o.Retry),
+		// A socket write that blocks (a server that stopped reading)
+		// gives up after 5 s instead of nats.go's minute, so that the
+		// connection's lock, which Take's state checks take, is never
+		// held long.
+		nats.FlusherTimeout(5 * time.Second),
+		// nats.go would print asynchronous errors on the process's
+		// stderr (inside a wrapped command's output); the publisher
+		// reports what they cost through its own state.
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}),
 	}
 	if o.Disconnected != nil {
 		opts = append(opts, nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { o.Disconnected(err) }))
@@ -313,6 +322,15 @@ func explain(err error) error {
 		return fmt.Errorf("server unreachable (%w)", err)
 	}
 	return err
+}
+
+// Unreachable reports whether err, from Connect, means the server did
+// not answer (nothing listens, a timeout, a refused or reset connection),
+// as opposed to a server that answered and refused (credentials, TLS):
+// only the first is worth retrying in the background.
+func Unreachable(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) || errors.As(err, &op)
 }
 
 // waitConnected waits until nc is connected or ctx is done.
