@@ -275,6 +275,12 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 	}
 	c := &capture{stderr: stderr, sync: o.Sync, stop: make(chan struct{}), done: make(chan error, 1), failNote: o.FailNote, failed: make(chan struct{}), kicked: make(chan struct{}, 1)}
 	c.busy = min(busyFrames, max(1, o.Queue/2))
+	// The NATS outputs are reached and checked first, so that what a
+	// server refuses leaves no capture file behind.
+	targets, err := c.dialPublishers(o, frames.StreamID{Node: frames.NodeID(node), Life: frames.Life(life)}, stderr)
+	if err != nil {
+		return nil, err
+	}
 	var w io.Writer
 	switch {
 	case o.NoFile:
@@ -348,7 +354,7 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture, error) 
 	for _, d := range c.endpoint.Catalog() {
 		c.keeps.declare(d)
 	}
-	if err := c.startPublishers(o, stderr); err != nil {
+	if err := c.startPublishers(o, targets); err != nil {
 		c.closeFile()
 		return nil, err
 	}
@@ -486,10 +492,13 @@ func checkNewStream(w *os.File, name string, stream frames.StreamID) error {
 	return nil
 }
 
+// closeFile undoes what startCapture opened before it failed: the
+// capture file and the NATS connections.
 func (c *capture) closeFile() {
 	if c.file != nil {
 		c.file.Close()
 	}
+	c.closePublishersNow()
 }
 
 // loop ticks the endpoint every interval, and sooner when frames pile up
@@ -588,7 +597,13 @@ const (
 // only records that never wait, ds wrap --host's, can be dropped).
 func (c *capture) warnLoss(stderr io.Writer, backpressure bool) {
 	h := c.endpoint.Health()
-	if h.MuxDropped == 0 && h.SubscriberDropped == 0 {
+	// The capture's own subscriber: what the NATS outputs lost is theirs,
+	// reported apart (reportPublisher).
+	written := c.sub.Dropped()
+	if c.w == nil {
+		written = 0
+	}
+	if h.MuxDropped == 0 && written == 0 {
 		return
 	}
 	hint := " Use --backpressure to slow the command down instead of dropping."
@@ -596,7 +611,7 @@ func (c *capture) warnLoss(stderr io.Writer, backpressure bool) {
 		hint = " (The command waited for room; host samples do not wait.)"
 	}
 	fmt.Fprintf(stderr, "ds: warning: the capture %s could not keep up: %d frames (%d bytes) were dropped at the queue and %d by the writer; ds log shows where.%s\n",
-		c.name, h.MuxDropped, h.MuxDroppedBytes, h.SubscriberDropped, hint)
+		c.name, h.MuxDropped, h.MuxDroppedBytes, written, hint)
 }
 
 // write writes what the subscription holds; with flush, it also flushes
@@ -663,10 +678,13 @@ func (c *capture) finish() error {
 	if e := c.write(true); err == nil {
 		err = e
 	}
-	// The NATS outputs get up to natsGrace (in all, with closing) to
-	// deliver what they hold, so that the records of what they lost
-	// (once their server is back) are in the stream before it ends.
-	ctx, cancel := context.WithTimeout(context.Background(), natsGrace)
+	// The NATS outputs get up to natsSettle to deliver what they hold,
+	// so that the records of what they lost (once their server is back)
+	// are in the stream before it ends, then up to natsGrace-natsSettle
+	// to deliver its end: separate budgets, so that an output whose
+	// server is dead at the end does not use up the time another needs
+	// for its last message.
+	ctx, cancel := context.WithTimeout(context.Background(), natsSettle)
 	defer cancel()
 	if c.settlePublishers(ctx) {
 		c.endpoint.Tick()
@@ -699,6 +717,8 @@ func (c *capture) finish() error {
 			err = e
 		}
 	}
-	c.closePublishers(ctx)
+	cctx, ccancel := context.WithTimeout(context.Background(), natsGrace-natsSettle)
+	defer ccancel()
+	c.closePublishers(cctx)
 	return err
 }

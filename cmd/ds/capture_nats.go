@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
@@ -18,37 +19,52 @@ import (
 // finish gives each up to natsGrace to have its last messages
 // acknowledged, after the capture file is closed.
 
-// natsGrace bounds how long a producer waits at its end for a NATS
-// server to acknowledge what it holds.
-const natsGrace = 5 * time.Second
+// natsGrace bounds how long a producer waits at its end for its NATS
+// servers to acknowledge what they hold: natsSettle of it for what the
+// command wrote, the rest for the stream's last records and its end.
+const (
+	natsGrace  = 5 * time.Second
+	natsSettle = 2 * time.Second
+)
 
-// startPublishers connects the NATS outputs of o and subscribes their
-// publishers to the endpoint. A server that does not answer is not an
-// error (the output keeps trying, and what it cannot hold meanwhile is
-// lost to it and recorded); a server that answers without a JetStream
-// stream for the prefix, or refuses the credentials, is.
-func (c *capture) startPublishers(o captureOptions, stderr io.Writer) error {
+// dialPublishers connects the NATS outputs of o, for stream id, and
+// returns their targets (c.conns gets the connections). A server that
+// does not answer is not an error (the output keeps trying, and what it
+// cannot hold meanwhile is lost to it and recorded); a server that
+// answers without a JetStream stream for the prefix, that holds stream
+// id already, or that refuses the credentials, is.
+func (c *capture) dialPublishers(o captureOptions, id frames.StreamID, stderr io.Writer) ([]fleet.Target, error) {
+	var targets []fleet.Target
 	for _, url := range o.NATS {
 		nc, t, err := dialNATS(url, o.Auth, "ds "+dsVersion(), true, stderr)
 		if err != nil {
 			c.closePublishersNow()
-			return err
+			return nil, err
 		}
 		c.conns = append(c.conns, nc)
 		if err := checkNATSStream(nc, t); err != nil {
 			c.closePublishersNow()
-			return err
+			return nil, err
 		}
 		if nc.IsConnected() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err := fleet.CheckNewStream(ctx, nc, t, c.endpoint.Stream().Stream)
+			err := fleet.CheckNewStream(ctx, nc, t, id)
 			cancel()
 			if err != nil {
 				c.closePublishersNow()
-				return err
+				return nil, err
 			}
 		}
-		p, err := fleet.NewPublisher(c.endpoint, nc, t, fleet.PublisherOptions{
+		targets = append(targets, t)
+	}
+	return targets, nil
+}
+
+// startPublishers subscribes a publisher for each connected NATS output
+// to the endpoint.
+func (c *capture) startPublishers(o captureOptions, targets []fleet.Target) error {
+	for i, t := range targets {
+		p, err := fleet.NewPublisher(c.endpoint, c.conns[i], t, fleet.PublisherOptions{
 			Compression: segments.CompressZstd, WriterID: "ds " + dsVersion(), Capacity: 2*o.Queue + 4096, Buffer: o.NATSBuffer,
 		})
 		if err != nil {
@@ -82,27 +98,40 @@ func (c *capture) closePublishersNow() {
 // settlePublishers waits, until ctx is done, for every NATS output to
 // have its messages acknowledged and to submit the records of what it
 // lost; it reports whether there are outputs (whose records then need a
-// tick). A server that is away is said once on stderr.
+// tick). The outputs settle at once, each on its own: a dead server
+// costs only its own output the wait.
 func (c *capture) settlePublishers(ctx context.Context) bool {
+	var wg sync.WaitGroup
 	for _, p := range c.pubs {
 		if w := p.Waiting(); w > 1<<20 {
 			fmt.Fprintf(c.stderr, "ds: waiting up to %v for %s to acknowledge %d MiB\n", natsGrace, p.Name(), w>>20)
 		}
-		_ = p.Settle(ctx)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = p.Settle(ctx)
+		}()
 	}
+	wg.Wait()
 	return len(c.pubs) > 0
 }
 
 // closePublishers waits, until ctx is done, for every NATS output to
-// have its last messages acknowledged, closes the connections and reports
-// on stderr what each output lost.
+// have its last messages acknowledged (all at once, each on its own),
+// closes the connections and reports on stderr what each output lost.
 func (c *capture) closePublishers(ctx context.Context) {
-	if len(c.pubs) == 0 {
-		c.closePublishersNow()
-		return
+	reps := make([]fleet.PublishReport, len(c.pubs))
+	var wg sync.WaitGroup
+	for i, p := range c.pubs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reps[i] = p.Close(ctx)
+		}()
 	}
-	for _, p := range c.pubs {
-		c.reportPublisher(p.Close(ctx))
+	wg.Wait()
+	for _, rep := range reps {
+		c.reportPublisher(rep)
 	}
 	c.closePublishersNow()
 }

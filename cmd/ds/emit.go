@@ -326,8 +326,8 @@ wait:
 	if lost > 0 {
 		errs = append(errs, fmt.Errorf("emit: %s (%d bytes) read from stdin could not be recorded: the stream ended while they waited for room in the queue", lossCount(uint64(lost), "frame"), lostBytes))
 	}
-	if h := cap.endpoint.Health(); h.MuxDropped+h.SubscriberDropped > 0 {
-		errs = append(errs, fmt.Errorf("emit: the capture %s dropped %d frames at the queue and %d at the writer; ds log shows where", cap.name, h.MuxDropped, h.SubscriberDropped))
+	if h, written := cap.endpoint.Health(), cap.sub.Dropped(); h.MuxDropped+written > 0 {
+		errs = append(errs, fmt.Errorf("emit: the capture %s dropped %d frames at the queue and %d at the writer; ds log shows where", cap.name, h.MuxDropped, written))
 	}
 	return errors.Join(errs...)
 }

@@ -114,7 +114,15 @@ capture, rather than its output dropped: such a capture can be several
 times larger than zstd -3 of the text. With --backpressure every block is
 compressed, and the command runs at the speed of compression.
 
-With -o - the capture goes to stdout and CMD's stdout is not passed through.`,
+With -o - the capture goes to stdout and CMD's stdout is not passed through.
+
+-o nats://HOST:PORT/PREFIX (repeatable, beside a file or alone) also
+publishes the stream to a NATS JetStream server (see ds nats --help): a
+slow or unreachable server costs that output its copies (recorded in the
+stream, said at exit), never CMD or the file. A server that refuses the
+credentials, has no stream for PREFIX or holds this --node and --life
+already is an error before CMD runs. When CMD has exited, ds wrap waits
+up to 5 s for the servers to acknowledge what it holds.`,
 		Flags: append(append([]cli.Flag{
 			outputFlag(),
 			&cli.StringFlag{Name: "label", Usage: "process `LABEL` in channel names (default: the command's basename)"},

@@ -21,9 +21,10 @@ import (
 // in one commit: 8 MiB.
 const DefaultBatchBytes = 8 << 20
 
-// DefaultAckWait is [IngestOptions.AckWait]'s default: 30 s, far above the
-// time one batch takes to store.
-const DefaultAckWait = 30 * time.Second
+// DefaultAckWait is [IngestOptions.AckWait]'s default: 10 s, far above the
+// time one batch takes to store, and short enough that what a killed
+// ingester held comes back soon.
+const DefaultAckWait = 10 * time.Second
 
 // IngestOptions configures [Ingest]. Durable is required.
 type IngestOptions struct {
@@ -127,6 +128,7 @@ func Ingest(ctx context.Context, nc *nats.Conn, t Target, st *segments.Store, o 
 	var data []byte
 	var msgs []jetstream.Msg
 	down := false
+	awaiting := false // said that unacknowledged messages are awaited
 	for ctx.Err() == nil {
 		if !nc.IsConnected() {
 			if !down {
@@ -140,7 +142,7 @@ func Ingest(ctx context.Context, nc *nats.Conn, t Target, st *segments.Store, o 
 			continue
 		}
 		wait := time.Second
-		if o.Idle > 0 {
+		if o.Idle > 0 && !awaiting {
 			wait = min(wait, max(o.Idle-time.Since(idleSince), 10*time.Millisecond))
 		}
 		batch, err := cons.FetchBytes(o.BatchBytes, jetstream.FetchMaxWait(wait))
@@ -180,10 +182,26 @@ func Ingest(ctx context.Context, nc *nats.Conn, t Target, st *segments.Store, o 
 		}
 		if len(msgs) == 0 {
 			if o.Idle > 0 && time.Since(idleSince) >= o.Idle {
+				// Messages an ingester fetched and did not acknowledge
+				// (one killed, this one's earlier run) come back after
+				// AckWait: an idle ingester waits for them rather than
+				// leave the store with holes the server would fill.
+				ci, err := cons.Info(ctx)
+				if err == nil && ci.NumAckPending > 0 && time.Since(idleSince) < o.Idle+o.AckWait+2*time.Second {
+					if !awaiting {
+						warn(fmt.Errorf("%s: %d messages fetched by an ingester that stopped (or another one of consumer %q) are not acknowledged; waiting up to %v for them", t.Display, ci.NumAckPending, o.Durable, o.AckWait+2*time.Second))
+						awaiting = true
+					}
+					continue
+				}
+				if err == nil && ci.NumAckPending > 0 {
+					warn(fmt.Errorf("%s: %d messages are still not acknowledged (another ingester of consumer %q holds them?): the store lacks them for now; run again to store them", t.Display, ci.NumAckPending, o.Durable))
+				}
 				break
 			}
 			continue
 		}
+		awaiting = false
 		idleSince = time.Now()
 		// The batch is stored whatever ctx says: an interrupted ingester
 		// finishes what it fetched, then stops.
@@ -284,7 +302,7 @@ func expired(ctx context.Context, js jetstream.JetStream, name string, cons jets
 	}
 	n := si.State.FirstSeq - 1 - floor
 	if n > known {
-		warn(fmt.Errorf("%s: %d messages were removed by the stream's retention limits (max age, max bytes) before consumer %q read them: their frames are trimmed, not stored", t.Display, n-known, ci.Name))
+		warn(fmt.Errorf("%s: %d messages were removed by the stream's retention limits (max age, max bytes) before consumer %q read them: the store lacks their frames (a stream whose head they held shows as trimmed, any other as gaps; set the limits above the longest time an ingester may be down)", t.Display, n-known, ci.Name))
 		return n
 	}
 	return known
@@ -419,7 +437,13 @@ func NewReader(ctx context.Context, nc *nats.Conn, t Target, o ReaderOptions) (i
 	if err != nil {
 		return nil, err
 	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{AllSubjects(t.Prefix)}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{AllSubjects(t.Prefix)}, DeliverPolicy: jetstream.DeliverAllPolicy,
+		// The server removes the consumer 5 s after the reader is gone
+		// (its default is 5 minutes): ds nats status shows the readers
+		// running now.
+		InactiveThreshold: 5 * time.Second,
+	}
 	if len(o.Nodes) > 0 {
 		cfg.FilterSubjects = cfg.FilterSubjects[:0]
 		for _, n := range o.Nodes {

@@ -102,6 +102,9 @@ func ParseTarget(s string) (Target, error) {
 		t.Servers = append(t.Servers, scheme+"://"+hp)
 		shown = append(shown, hp)
 	}
+	if strings.ContainsAny(path, "?#") {
+		return Target{}, fmt.Errorf("%s: a NATS URL takes no query or fragment (want nats://HOST:PORT/PREFIX)", redact(s))
+	}
 	if path == "" {
 		path = DefaultPrefix
 	}
