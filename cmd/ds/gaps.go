@@ -14,15 +14,16 @@ import (
 func gapsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "gaps",
-		Usage:     "list every loss in captures: gaps, drops, transport losses, damage, missing starts and ends",
+		Usage:     "list every loss in captures (gaps, drops, damage, missing starts and ends) and what outputs lost",
 		UsageText: "ds gaps [--json] [--check] INPUT…",
-		Description: `Lists every loss in the inputs (capture files, or - for stdin), one line
-each, and nothing when there is none:
+		Description: `Lists every loss in the inputs (capture files, or - for stdin), and the
+notes that are no loss of them, one line each, and nothing when there is
+none:
 
    WHERE  KIND  WHAT
 
 WHERE is the stream (node#life), or the input's name for what concerns an
-input. KIND is one of:
+input. KIND is one of these losses:
 
    damage      bytes of an input that could not be read, skipped
    torn        the input ends inside a record (a writer killed mid-record)
@@ -35,26 +36,37 @@ input. KIND is one of:
    dropped     submissions the writer refused (a full queue), which never
                got a position: how many, their bytes, before which position
                (from its datastream.health records, as ds log shows them)
-   subscriber  frame copies the writer's subscribers lost (its health
-               counters grew), before which position, by whom
    conflict    a second, different payload for a position (the first kept)
-   transport   positions an output of the stream (ds wrap -o nats://…)
-               did not deliver, and why, from its datastream.transport
-               record: missing from a copy read back from that output (a
-               gap there), present in any other (the capture file)
    unended     no StreamEnded record: the writer did not finish (it was
                killed), so what it wrote after the last position read is
                unknown
-   live        not a loss: the input is still being written (ds wrap holds
-               it), so a record cut short at its end is no torn tail and its
-               streams have not ended yet
+
+or one of these notes, which tell what other copies of a stream lack:
+   subscriber  frame copies the writer's subscribers (its outputs) lost,
+               from its health counters: before which position (between
+               which, for consecutive health records), by whom
+   transport   positions an output of the stream (ds wrap -o nats://…)
+               did not deliver, and why, from its datastream.transport
+               record: missing from a copy read back from that output (a
+               gap there, which is the loss), present in any other (the
+               capture file)
+   live        the input is still being written (ds wrap holds it), so a
+               record cut short at its end is no torn tail and its streams
+               have not ended yet
+   trimmed     positions a store trimmed (ds trim)
+
+A copy a subscriber lost is either missing from the input, which then has
+a gap there, or missing from another output's copy only: no loss of this
+input. So ds wrap -o run.dss -o nats://… passes --check on run.dss when
+the server was away, and fails on the NATS copy, whose gaps say why.
 
 Input lines come first, in the order given; then each stream's, streams
 sorted by node and life, in position order (start first, unended last; a
 transport loss at the first position it names, after a gap there).
 At most ` + strconv.Itoa(views.MaxListedFindings) + ` damaged ranges, gaps, drops, subscriber drops,
 conflicts and transport losses are listed; a "more" line counts the rest.
-When there are losses, one line on stderr totals them.
+When there are losses or notes, one line on stderr totals them: the
+losses, then after "noted:" the subscriber drops and transport losses.
 
 --json prints one JSON object per line, in the shapes ds log --json gives
 losses: {"damage":{"file","offset","end","torn_tail","error"}},
@@ -62,7 +74,9 @@ losses: {"damage":{"file","offset","end","torn_tail","error"}},
 "start":{"position","segment"}, "gap":{"from","to","count","reason"}
 ("reason" only when a transport loss gives one),
 "dropped":{"before","frames","bytes","reason"} (bytes null when unknown),
-"subscriber_dropped":{"before","frames","subscribers":[{"name","frames"}]},
+"subscriber_dropped":{"from","before","frames","subscribers":[{"name",
+"frames"}]} ("from", the first health record, only when several were
+merged),
 "conflict":{"position","channel","channel_id"}, "unended":{"last_position"}
 (null without frames), "transport":{"output","from","to","frames",
 "reason","since_unix_ms","until_unix_ms"} (ms since the Unix epoch, 0
@@ -77,10 +91,10 @@ concern a whole stream or input, not a channel, so there is no -c;
 listed whatever they select).
 
 Exit status: 0, even when there are losses, unless --check is given:
-then 1 when there is any loss (a live note is none), and 2 when --node,
---stream or --origin matched no stream (a mistyped name is no pass). An input that is
-damaged (a damaged range or a torn tail) gives 3 whatever --check says;
-an input that cannot be read gives 1.`,
+then 1 when there is any loss (a note is none), and 2 when --node,
+--stream or --origin matched no stream (a mistyped name is no pass). An
+input that is damaged (a damaged range or a torn tail) gives 3 whatever
+--check says; an input that cannot be read gives 1.`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per loss"},
 			&cli.BoolFlag{Name: "check", Usage: "exit 1 when there is any loss (3 on damage still)"},
@@ -119,7 +133,7 @@ func gapsAction(ctx context.Context, c *cli.Command) error {
 		return werr
 	}
 	t := g.Totals()
-	if t.Losses() > 0 {
+	if t.Losses()+t.Noted() > 0 {
 		fmt.Fprintf(root.ErrWriter, "ds: %s\n", t)
 	}
 	switch {

@@ -22,14 +22,18 @@ position, frame count and payload bytes, channels (id, name, content,
 frames, bytes), interior gaps, duplicates, drops (submissions the writer
 refused, which never got a position: how many frames and payload bytes, in
 how many places, and where, as ds log shows them; the writer's own counter
-when it knows more, and drops by subscribers), whether it ended cleanly (a
+when it knows more), the frame copies the writer's subscribers (its
+outputs) lost, and the positions an output (ds wrap -o nats://…) did not
+deliver (datastream.transport records), whether it ended cleanly (a
 StreamEnded record) and how its process exited, and its time span from
-datastream.clock records. Drops are "unknown" only when the stream has no
-datastream.health record. --json prints the same as one JSON document:
+datastream.clock records. Copies an output lost are no loss of this input:
+what it lacks shows as gaps. Drops are "unknown" only when the stream has
+no datastream.health record. --json prints the same as one JSON document:
 "mux_dropped" and "subscriber_dropped" are the writer's counters (null
 without a health record), "drops" the places (the first 100, each
 {"before","frames","bytes","reason"}), "drop_count", "dropped_frames" and
-"dropped_bytes" (null when a record did not give its bytes).
+"dropped_bytes" (null when a record did not give its bytes),
+"transport_losses" and "undelivered_frames" (omitted when 0).
 
 A capture file is read from its end, headers and segment summaries only
 (ds-format(5), "Reading from the end"), so that ds info of a 10 GiB

@@ -69,7 +69,10 @@ rise to.
 --cat prints payload bytes only, byte-exact: by default the text channels,
 with -c the channels named (records as written, with no separator). Gaps,
 drops and transport losses are not in its output: it ends with one
-warning on stderr when there were any.
+warning on stderr when there were gaps or drops (the output lacks those
+frames), and one note when the stream records transport losses (another
+copy of it lacks those frames; this one lacks them only where it has
+gaps).
 
 --json prints one JSON object per text line (joined across frames as
 above: "text" holds the line's bytes exactly, its newline included,
@@ -261,9 +264,10 @@ func showCursor(w io.Writer, cur views.Cursor, format views.LogFormat) error {
 }
 
 // warnCatLosses says, in one line, that --cat output lacks frames that
-// ds log would have shown as gaps and drops, and what transport losses
-// the stream recorded: frames an output of it (ds wrap -o nats://…) did
-// not deliver, which this copy may hold.
+// ds log would have shown as gaps and drops: the losses of this input.
+// Transport losses (frames an output of the stream, ds wrap -o nats://…,
+// did not deliver) are no loss of this input: the copy that lacks them
+// has gaps there, and any other holds them. A second line notes them.
 func warnCatLosses(w io.Writer, l views.Losses) {
 	var parts []string
 	if l.Gaps > 0 {
@@ -272,14 +276,12 @@ func warnCatLosses(w io.Writer, l views.Losses) {
 	if l.Drops > 0 {
 		parts = append(parts, fmt.Sprintf("%s dropped at the writer's queue in %s", lossCount(l.DroppedFrames, "frame"), lossCount(l.Drops, "place")))
 	}
-	what := "output incomplete: "
-	if len(parts) == 0 {
-		what = "" // the frames an output lost may all be here
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "ds: warning: output incomplete: %s; ds log shows where\n", strings.Join(parts, ", "))
 	}
 	if l.Transport > 0 {
-		parts = append(parts, fmt.Sprintf("%s (%s not delivered by an output of the stream)", lossCount(l.Transport, "transport loss"), lossCount(l.UndeliveredFrames, "frame")))
+		fmt.Fprintf(w, "ds: note: the stream records %s (%s not delivered by an output of it); ds log shows where\n", lossCount(l.Transport, "transport loss"), lossCount(l.UndeliveredFrames, "frame"))
 	}
-	fmt.Fprintf(w, "ds: warning: %s%s; ds log shows where\n", what, strings.Join(parts, ", "))
 }
 
 func lossCount(n uint64, what string) string {

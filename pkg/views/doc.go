@@ -58,6 +58,18 @@
 // channel filters do not hide them; a record that does not decode is no
 // loss, only a record.
 //
+// A loss is counted where frames are missing: the gaps, drops, damage,
+// missing starts and ends of the input read. What an output of the
+// stream lost, the frame copies its subscribers lost (the health
+// records' subscriber counters) and its transport losses, is a note, not
+// a loss of the input ([FindingKind.IsLoss]): such a copy is either
+// missing from the input, which then has a gap there (a loss, with the
+// reason the transport loss gives it), or missing from another output's
+// copy only. So the capture file of ds wrap -o run.dss -o nats://… passes
+// ds gaps --check after an outage of the server, and the copy read back
+// from NATS does not. [Gaps] lists consecutive subscriber drops of the
+// same subscribers as one finding, so that an outage is one line.
+//
 // The text renderer joins a text channel's consecutive frames until a
 // newline, so that a line split across frames is shown once, whole, at the
 // position where it started. That never reorders lines across the
@@ -95,7 +107,8 @@
 // records and zstd blocks before the point it starts from. ds log and ds
 // gaps read every record and use no summary.
 //
-// The other views: [Gaps] lists every loss with its reason (ds gaps),
+// The other views: [Gaps] lists every loss with its reason, and the notes
+// (ds gaps),
 // [Series] turns a JSON channel into rows of gjson paths (ds series),
 // [Latest] keeps the last frame of each channel of each stream (ds
 // latest). Payload bytes shown to a terminal go through one escaper

@@ -33,6 +33,15 @@ import (
 //	                    record that names them and says why
 //	transport-file.dss  the capture file of the same run: every position,
 //	                    and the same record
+//	outage.dss          a copy read back from NATS after a longer outage:
+//	                    positions 4–9 missing (three health records
+//	                    among them), the datastream.transport record at
+//	                    10, and at 11 a health record whose counter says
+//	                    the NATS subscriber lost 6 frame copies
+//	outage-file.dss     the capture file of the same run: every position,
+//	                    the health records at 5, 7, 9 and 11 each
+//	                    counting copies the NATS subscriber lost, and the
+//	                    same record
 func viewFixtures(t *testing.T) map[string][]byte {
 	t.Helper()
 	label := "job"
@@ -98,9 +107,39 @@ func viewFixtures(t *testing.T) map[string][]byte {
 	for pos := 4; pos <= 7; pos++ {
 		natsCopy[pos] = ""
 	}
+	// The run of outage.dss and outage-file.dss: positions 4–9 did not
+	// reach the NATS server, and the publisher counted each copy it lost
+	// (frames.Subscription.Lost), so that every health record of the
+	// outage shows the NATS subscriber's drops.
+	health := func(assigned, lost int) string {
+		return fmt.Sprintf(`5 {"assigned":%d,"drained":%d,"mux_dropped":0,"subscriber_dropped":%d,"subscribers":[{"name":"capture","dropped":0},{"name":"nats://127.0.0.1:4222/ds","dropped":%d}]}`, assigned, assigned, lost, lost)
+	}
+	outage := []string{
+		"4 " + clock(0),
+		`3 {"event":"started","pid":4242}`,
+		"1 line 2\n",
+		health(4, 0),
+		"1 line 4\n", // 4–9: lost on the way to NATS
+		health(6, 1),
+		"1 line 6\n",
+		health(8, 3),
+		"1 line 8\n",
+		health(10, 5),
+		`6 {"output":"nats://127.0.0.1:4222/ds","lost":{"from":4,"to":9,"frames":6,"reason":"server unreachable: nats: connection closed","since_unix_ms":1732953600100,"until_unix_ms":1732953601900}}`,
+		health(12, 6),
+		"1 line 12\n",
+		`3 {"event":"exited","status":{"kind":"code","value":0}}`,
+	}
+	outageCopy := slices.Clone(outage)
+	for pos := 4; pos <= 9; pos++ {
+		outageCopy[pos] = ""
+	}
+	edge4 := frames.StreamID{Node: "edge-4", Life: 1732953600123456789}
 	return map[string][]byte{
 		"transport.dss":      write(edge, 3, true, natsCopy...),
 		"transport-file.dss": write(edge, 3, true, run...),
+		"outage.dss":         write(edge4, 4, true, outageCopy...),
+		"outage-file.dss":    write(edge4, 4, true, outage...),
 		"drops.dss": write(frames.StreamID{Node: "ci-7", Life: 1732953600123456789}, 1, false,
 			"4 "+clock(0),
 			`3 {"event":"started","pid":4242}`,

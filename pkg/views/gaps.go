@@ -45,14 +45,24 @@ const (
 	// (a full queue), which never got a position, read from the
 	// datastream.health record at Drop.Before (see [Drop]).
 	FindingDrop
-	// FindingSubscriberDrop says that subscribers of the writer lost
-	// Frames frame copies before Position, the datastream.health record
-	// whose counters show it (frames.Health.SubscriberDropped and
-	// Subscribers[].Dropped grew since the stream's previous record).
-	// Subscribers, when the record names them, says which lost how many.
-	// Copies lost by the subscriber that wrote this capture show as gaps
-	// too; those of other subscribers (a live reader) are not missing
-	// here.
+	// FindingSubscriberDrop is a note, not a loss: subscribers of the
+	// writer (its outputs: a capture file, ds wrap -o nats://…, a live
+	// reader) lost Frames frame copies, counted by the
+	// datastream.health records at positions From to Position, whose
+	// counters grew (frames.Health.SubscriberDropped and
+	// Subscribers[].Dropped, since the stream's previous record; copies
+	// counted at From were lost before From). Subscribers, when the
+	// records name them, says which lost how many. Consecutive records
+	// that show such drops of the same subscribers, with no other
+	// finding of the stream listed between them, are one finding (one
+	// outage of an output counts at every health record); From equals
+	// Position for one record.
+	//
+	// It is no loss of the input read: a copy a subscriber lost is
+	// either missing from this input, which then has a gap there
+	// (listed and counted as such, with the reason a transport loss
+	// gives it), or missing from another output's copy only, which is
+	// no loss of this one.
 	FindingSubscriberDrop
 	// FindingConflict is a frame refused because another payload was
 	// already stored for its position (see [ItemConflict]): Position,
@@ -73,13 +83,16 @@ const (
 	// positions Gap.From..Gap.To (ds trim, the Trimmed record of
 	// ds-format(5); From is 0). It comes first among its stream's.
 	FindingTrimmed
-	// FindingTransport is a transport loss: an output of the stream that
-	// leaves the machine (ds wrap -o nats://…) did not deliver Transport's
-	// range of positions, read from the datastream.transport record at
-	// Position (see [TransportLoss]). It is listed at the range's first
-	// position. The positions are missing from a copy read back from that
-	// output (a FindingGap there, with the reason) and present in any
-	// other (the capture file).
+	// FindingTransport is a note, not a loss: an output of the stream
+	// that leaves the machine (ds wrap -o nats://…) did not deliver
+	// Transport's range of positions, read from the datastream.transport
+	// record at Position (see [TransportLoss]). It is listed at the
+	// range's first position. The positions are missing from a copy read
+	// back from that output, which has a gap there (a FindingGap, listed
+	// and counted as a loss, whose reason this gives), and present in any
+	// other (the capture file), which lacks nothing: as for
+	// FindingSubscriberDrop, the loss is counted where frames are
+	// missing, never by the record that explains it.
 	FindingTransport
 )
 
@@ -116,9 +129,17 @@ func (k FindingKind) String() string {
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// IsLoss reports whether a finding of kind k is a loss: all are but the
-// notes FindingLive and FindingTrimmed.
-func (k FindingKind) IsLoss() bool { return k != FindingLive && k != FindingTrimmed }
+// IsLoss reports whether a finding of kind k is a loss of the input: all
+// are but the notes FindingLive, FindingTrimmed, FindingSubscriberDrop
+// and FindingTransport (what an output of the stream lost is a loss of
+// this input only where it has a gap, a FindingGap).
+func (k FindingKind) IsLoss() bool {
+	switch k {
+	case FindingLive, FindingTrimmed, FindingSubscriberDrop, FindingTransport:
+		return false
+	}
+	return true
+}
 
 // MaxListedFindings bounds how many damaged ranges, gaps, drops,
 // subscriber drops, conflicts and transport losses a [Gaps] lists, over
@@ -156,9 +177,14 @@ type Finding struct {
 	Transport *TransportLoss
 
 	// Position is FindingStart's first position read, FindingConflict's
-	// position, FindingSubscriberDrop's health record, FindingUnended's
-	// last position read, FindingTransport's datastream.transport record.
-	Position  frames.Position
+	// position, FindingSubscriberDrop's (last) health record,
+	// FindingUnended's last position read, FindingTransport's
+	// datastream.transport record.
+	Position frames.Position
+	// From is FindingSubscriberDrop's first health record: below
+	// Position when consecutive records were merged into the finding,
+	// Position otherwise. It is listed at From.
+	From      frames.Position
 	Segment   uint64           // FindingStart
 	ChannelID frames.ChannelID // FindingConflict
 	Channel   string           // FindingConflict: the channel's name, "" when unknown
@@ -169,7 +195,10 @@ type Finding struct {
 	Count       uint64           // FindingMore: findings not listed
 }
 
-// LossTotals counts the findings of a [Gaps], listed or not.
+// LossTotals counts the findings of a [Gaps], listed or not: the losses
+// of the inputs ([LossTotals.Losses]) and the notes, which are no loss
+// of them (live inputs, trimmed streams, subscriber drops and transport
+// losses, see [FindingKind.IsLoss]).
 type LossTotals struct {
 	Damaged      uint64 // damaged ranges (FindingDamage)
 	DamagedBytes int64  // their bytes
@@ -181,35 +210,47 @@ type LossTotals struct {
 	Missing      uint64 // positions in them
 	Drops        uint64 // places of pre-position drops (FindingDrop)
 	Dropped      uint64 // submissions refused there
-	SubDrops     uint64 // places of subscriber drops (FindingSubscriberDrop)
-	SubDropped   uint64 // frame copies lost there
+	SubDrops     uint64 // subscriber drops (FindingSubscriberDrop, a run of records counts once; not a loss)
+	SubDropped   uint64 // frame copies lost in them
 	Conflicts    uint64 // conflicting copies refused (FindingConflict)
 	Unended      uint64 // streams without a StreamEnded record (FindingUnended)
-	Transport    uint64 // transport losses (FindingTransport)
+	Transport    uint64 // transport losses (FindingTransport; not a loss of the input)
 	Undelivered  uint64 // frames they say were not delivered
 }
 
-// Losses returns how many losses there are: every finding but the notes
-// (live, trimmed).
+// Losses returns how many losses of the inputs there are, what ds gaps
+// --check fails on: every finding but the notes (live, trimmed,
+// subscriber drops, transport losses). Frames an output of a stream lost
+// are counted here only where an input lacks them, as gaps.
 func (t LossTotals) Losses() uint64 {
-	return t.Damaged + t.Torn + t.Starts + t.Gaps + t.Drops + t.SubDrops + t.Conflicts + t.Unended + t.Transport
+	return t.Damaged + t.Torn + t.Starts + t.Gaps + t.Drops + t.Conflicts + t.Unended
 }
+
+// Noted returns how many notes [LossTotals.String] gives after the
+// losses: subscriber drops and transport losses, which tell what other
+// outputs of a stream lack. Live inputs and trimmed streams are said by
+// their findings only.
+func (t LossTotals) Noted() uint64 { return t.SubDrops + t.Transport }
 
 // IsDamaged reports whether an input was damaged (a damaged range or a
 // torn tail).
 func (t LossTotals) IsDamaged() bool { return t.Damaged+t.Torn > 0 }
 
-// String returns the totals in one line for people, e.g. "2 losses: 1 gap
-// (3 frames missing), 1 drop (4 frames refused)", or "no loss".
+// String returns the totals in one line for people: the losses, e.g. "2
+// losses: 1 gap (3 frames missing), 1 drop (4 frames refused)" or "no
+// loss", then the notes, if any, after "; noted: ", e.g. "no loss;
+// noted: 1 subscriber drop (304 frame copies lost by subscribers), 4
+// transport losses (304 frames not delivered by an output)".
 func (t LossTotals) String() string {
-	n := t.Losses()
-	if n == 0 {
-		return "no loss"
-	}
-	var parts []string
+	var parts, notes []string
 	add := func(ok bool, format string, args ...any) {
 		if ok {
 			parts = append(parts, fmt.Sprintf(format, args...))
+		}
+	}
+	note := func(ok bool, format string, args ...any) {
+		if ok {
+			notes = append(notes, fmt.Sprintf(format, args...))
 		}
 	}
 	add(t.Damaged > 0, "%s (%s)", nouns(t.Damaged, "damaged range"), nouns(uint64(t.DamagedBytes), "byte"))
@@ -217,11 +258,18 @@ func (t LossTotals) String() string {
 	add(t.Starts > 0, "%s without %s start", nouns(t.Starts, "stream"), its(t.Starts))
 	add(t.Gaps > 0, "%s (%s missing)", nouns(t.Gaps, "gap"), nouns(t.Missing, "frame"))
 	add(t.Drops > 0, "%s (%s refused)", nouns(t.Drops, "drop"), nouns(t.Dropped, "frame"))
-	add(t.SubDrops > 0, "%s (%s lost)", nouns(t.SubDrops, "subscriber drop"), nouns(t.SubDropped, "frame copy"))
 	add(t.Conflicts > 0, "%s", nouns(t.Conflicts, "conflict"))
 	add(t.Unended > 0, "%s not ended", nouns(t.Unended, "stream"))
-	add(t.Transport > 0, "%s (%s not delivered)", nouns(t.Transport, "transport loss"), nouns(t.Undelivered, "frame"))
-	return nouns(n, "loss") + ": " + strings.Join(parts, ", ")
+	note(t.SubDrops > 0, "%s (%s lost by subscribers)", nouns(t.SubDrops, "subscriber drop"), nouns(t.SubDropped, "frame copy"))
+	note(t.Transport > 0, "%s (%s not delivered by an output)", nouns(t.Transport, "transport loss"), nouns(t.Undelivered, "frame"))
+	s := "no loss"
+	if n := t.Losses(); n > 0 {
+		s = nouns(n, "loss") + ": " + strings.Join(parts, ", ")
+	}
+	if len(notes) > 0 {
+		s += "; noted: " + strings.Join(notes, ", ")
+	}
+	return s
 }
 
 // its returns the possessive that goes with n streams.
@@ -234,8 +282,9 @@ func its(n uint64) string {
 
 // Gaps collects every loss ds gaps lists: damaged ranges and torn tails of
 // the inputs, and per stream where its start is missing, interior gaps,
-// pre-position drops, subscriber drops, conflicts, transport losses, and
-// whether it ended.
+// pre-position drops, conflicts, and whether it ended; and the notes,
+// which are no loss of the inputs: live inputs, trimmed streams,
+// subscriber drops and transport losses (see [FindingKind.IsLoss]).
 // Read each input into the Sink [Gaps.Input] returns for it ([Scan], or
 // [Merge] for several at once); then call [Gaps.Each], [Gaps.WriteText]
 // or [Gaps.WriteJSON], and [Gaps.Totals]. A Gaps is itself the Sink of
@@ -250,7 +299,9 @@ func its(n uint64) string {
 // A gap gets the reason of a transport loss of its stream whose range
 // shares a position with it (see [Finding].Transport), wherever the
 // record is in the stream: the reasons are matched when the findings are
-// listed.
+// listed. Consecutive subscriber drops are merged as they are read (see
+// [FindingSubscriberDrop]), so that a long outage of an output takes one
+// finding, not one per health record.
 //
 // Memory: the Assembler's (its window, and about 250 bytes per stream),
 // about 250 bytes more per stream plus its channel names, and at most
@@ -296,6 +347,9 @@ type gapStream struct {
 	gaps      []Gap     // listed gaps, ascending
 	found     []Finding // other listed findings, in the order found
 	more      uint64    // findings not listed
+	// run is 1 + the index in found of the subscriber drop that the next
+	// one may be merged into, 0 when none may.
+	run int
 }
 
 // NewGaps returns an empty collector with the given reorder window per
@@ -454,12 +508,71 @@ func (g *Gaps) list() bool {
 
 // add lists a stream finding, or counts it.
 func (g *Gaps) add(st *gapStream, f Finding) {
+	st.interrupt(f.at())
 	if !g.list() {
 		st.more++
 		return
 	}
 	f.Stream = st.id
 	st.found = append(st.found, f)
+	if f.Kind == FindingSubscriberDrop {
+		st.run = len(st.found)
+	}
+}
+
+// interrupt ends st's run of subscriber drops before a finding listed at
+// position p, unless p comes before the run's first record (a transport
+// loss is listed at the first position of its range, which its record
+// follows), so that a merged finding never covers another.
+func (st *gapStream) interrupt(p frames.Position) {
+	if st.run > 0 && p >= st.found[st.run-1].From {
+		st.run = 0
+	}
+}
+
+// subscriberDrop lists, or counts, the n frame copies that subscribers
+// lost before the health record at pos (by whom, when it says), merged
+// into st's run of subscriber drops when the same subscribers lost them.
+func (g *Gaps) subscriberDrop(st *gapStream, pos frames.Position, n uint64, by []SubscriberLoss) {
+	g.totals.SubDropped += n
+	if st.run > 0 {
+		f := &st.found[st.run-1]
+		if sameSubscribers(f.Subscribers, by) {
+			f.Position = pos
+			f.Frames += n
+			for _, b := range by {
+				for i := range f.Subscribers {
+					if f.Subscribers[i].Name == b.Name {
+						f.Subscribers[i].Frames += b.Frames
+						break
+					}
+				}
+			}
+			return
+		}
+	}
+	g.totals.SubDrops++
+	g.add(st, Finding{Kind: FindingSubscriberDrop, From: pos, Position: pos, Frames: n, Subscribers: by})
+}
+
+// sameSubscribers reports whether a and b name the same subscribers, in
+// any order. Past maxTrackedSubscribers names (a record that repeats a
+// name) it reports false: such drops are listed apart.
+func sameSubscribers(a, b []SubscriberLoss) bool {
+	if len(a) != len(b) || len(a) > maxTrackedSubscribers {
+		return false
+	}
+	for _, x := range b {
+		if !slices.ContainsFunc(a, func(y SubscriberLoss) bool { return y.Name == x.Name }) {
+			return false
+		}
+	}
+	for _, x := range a {
+		if !slices.ContainsFunc(b, func(y SubscriberLoss) bool { return y.Name == x.Name }) {
+			return false
+		}
+	}
+	return true
 }
 
 // item takes an assembled item.
@@ -499,6 +612,7 @@ func (g *Gaps) item(it Item) {
 	case ItemGap:
 		g.totals.Gaps++
 		g.totals.Missing += it.Gap.Count
+		st.interrupt(it.Gap.From)
 		if !g.list() {
 			st.more++
 			return
@@ -556,9 +670,7 @@ func (g *Gaps) health(st *gapStream, f frames.Frame, late bool) {
 		return // it says nothing of the counters in between
 	}
 	if n, by, ok := st.subs.health(f.Payload, st.fromStart); ok {
-		g.totals.SubDrops++
-		g.totals.SubDropped += n
-		g.add(st, Finding{Kind: FindingSubscriberDrop, Position: f.Position, Frames: n, Subscribers: by})
+		g.subscriberDrop(st, f.Position, n, by)
 	}
 }
 
@@ -654,8 +766,9 @@ func (g *Gaps) Totals() LossTotals {
 // offset order), then each stream's, streams sorted by node then life:
 // its start, then gaps, drops, subscriber drops, conflicts and transport
 // losses by position (a gap and a transport loss by their first position,
-// a drop by the position it comes before, drops before what is at the
-// same position, and gaps before transport losses), then whether it
+// a drop by the position it comes before, a subscriber drop by its first
+// health record, drops before what is at the same position, and gaps
+// before transport losses), then whether it
 // ended, then how many were not listed. fn may keep the Finding but must
 // not modify its Subscribers or Transport.
 func (g *Gaps) Each(fn func(Finding) error) error {
@@ -770,6 +883,8 @@ func (f *Finding) at() frames.Position {
 		return f.Drop.Before
 	case FindingTransport:
 		return f.Transport.From
+	case FindingSubscriberDrop:
+		return f.From
 	}
 	return f.Position
 }
@@ -852,6 +967,9 @@ func (f *Finding) text() string {
 		return s + fmt.Sprintf(" refused before position %d (%s)", f.Drop.Before, safeText(f.Drop.Reason))
 	case FindingSubscriberDrop:
 		s := fmt.Sprintf("%s lost by subscribers before position %d", nouns(f.Frames, "frame copy"), f.Position)
+		if f.From < f.Position {
+			s = fmt.Sprintf("%s lost by subscribers between positions %d and %d", nouns(f.Frames, "frame copy"), f.From, f.Position)
+		}
 		if len(f.Subscribers) > 0 {
 			var by []string
 			for _, sl := range f.Subscribers {
@@ -916,7 +1034,7 @@ func safeText(s string) string {
 //	"start":{"position":P,"segment":S}
 //	"gap":{"from":F,"to":T,"count":N}
 //	"dropped":{"before":P,"frames":N,"bytes":B,"reason":R}   (bytes null when unknown)
-//	"subscriber_dropped":{"before":P,"frames":N,"subscribers":[{"name":S,"frames":N}…]}
+//	"subscriber_dropped":{"from":P,"before":P,"frames":N,"subscribers":[{"name":S,"frames":N}…]}   ("from" only when merged)
 //	"conflict":{"position":P,"channel":NAME,"channel_id":ID}  (channel null when unknown)
 //	"unended":{"last_position":P}                              (null when no frame was read)
 //	"transport":{"output":S,"from":F,"to":T,"frames":N,"reason":R,"since_unix_ms":MS,"until_unix_ms":MS}
@@ -925,8 +1043,12 @@ func safeText(s string) string {
 //
 // A torn tail is a "damage" object with "torn_tail":true. A gap that a
 // transport loss explains has "reason":"not delivered by OUTPUT: REASON"
-// after its count. A transport loss's times are ms since the Unix epoch,
-// 0 when its record does not say.
+// after its count. A subscriber drop merged from consecutive health
+// records (see [FindingSubscriberDrop]) has "from", the first record's
+// position, "before" being the last's. A transport loss's times are ms
+// since the Unix epoch, 0 when its record does not say. "live",
+// "trimmed", "subscriber_dropped" and "transport" are notes, not losses
+// of the input ([FindingKind.IsLoss]).
 func (g *Gaps) WriteJSON(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
@@ -984,6 +1106,7 @@ type (
 		Reason string          `json:"reason,omitempty"`
 	}
 	jsonSubscriberDrop struct {
+		From        *frames.Position `json:"from,omitempty"`
 		Before      frames.Position  `json:"before"`
 		Frames      uint64           `json:"frames"`
 		Subscribers []SubscriberLoss `json:"subscribers"`
@@ -1028,6 +1151,10 @@ func (f *Finding) jsonValue() any {
 			by = []SubscriberLoss{}
 		}
 		v.SubscriberDropped = &jsonSubscriberDrop{Before: f.Position, Frames: f.Frames, Subscribers: by}
+		if f.From < f.Position {
+			from := f.From
+			v.SubscriberDropped.From = &from
+		}
 	case FindingConflict:
 		c := &jsonConflict{Position: f.Position, ChannelID: f.ChannelID}
 		if f.Channel != "" {

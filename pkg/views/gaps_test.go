@@ -116,7 +116,7 @@ func TestGapsFindings(t *testing.T) {
 			gEnded(gapsA)},
 		want: []Finding{
 			{Kind: FindingDrop, Stream: gapsA, Drop: Drop{Before: 3, Frames: 7, Reason: "queue full"}},
-			{Kind: FindingSubscriberDrop, Stream: gapsA, Position: 3, Frames: 3, Subscribers: []SubscriberLoss{{"file", 1}, {"tail", 2}}},
+			{Kind: FindingSubscriberDrop, Stream: gapsA, From: 3, Position: 3, Frames: 3, Subscribers: []SubscriberLoss{{"file", 1}, {"tail", 2}}},
 		},
 		totals: LossTotals{Drops: 1, Dropped: 7, SubDrops: 1, SubDropped: 3},
 	}, {
@@ -127,7 +127,7 @@ func TestGapsFindings(t *testing.T) {
 			gEnded(gapsA)},
 		want: []Finding{
 			{Kind: FindingStart, Stream: gapsA, Position: 10, Segment: 1},
-			{Kind: FindingSubscriberDrop, Stream: gapsA, Position: 12, Frames: 1, Subscribers: []SubscriberLoss{{"new", 1}}},
+			{Kind: FindingSubscriberDrop, Stream: gapsA, From: 12, Position: 12, Frames: 1, Subscribers: []SubscriberLoss{{"new", 1}}},
 		},
 		totals: LossTotals{Starts: 1, SubDrops: 1, SubDropped: 1},
 	}, {
@@ -303,7 +303,7 @@ a#7            unended     no StreamEnded record after position 10: its writer d
 		t.Errorf("text (-want +got):\n%s", diff)
 	}
 	tot := g.Totals()
-	const sum = "10 losses: 1 damaged range (10 bytes), 1 torn tail, 1 stream without its start, 1 gap (1 frame missing), 2 drops (9 frames refused), 1 subscriber drop (1 frame copy lost), 1 conflict, 2 streams not ended"
+	const sum = "9 losses: 1 damaged range (10 bytes), 1 torn tail, 1 stream without its start, 1 gap (1 frame missing), 2 drops (9 frames refused), 1 conflict, 2 streams not ended; noted: 1 subscriber drop (1 frame copy lost by subscribers)"
 	if tot.String() != sum {
 		t.Errorf("totals say %q, want %q", tot.String(), sum)
 	}
@@ -534,5 +534,229 @@ func TestGapsInputsInterleaved(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+}
+
+// subHealth returns a health record of counters only: subscribers lost
+// total frame copies, each of subs ("name:dropped") its part.
+func subHealth(total uint64, subs ...string) string {
+	var parts []string
+	for _, s := range subs {
+		i := strings.LastIndexByte(s, ':')
+		name, n := s[:i], s[i+1:]
+		parts = append(parts, fmt.Sprintf(`{"name":%q,"dropped":%s}`, name, n))
+	}
+	return fmt.Sprintf(`{"mux_dropped":0,"subscriber_dropped":%d,"subscribers":[%s]}`, total, strings.Join(parts, ","))
+}
+
+// subDrop is a FindingSubscriberDrop of gapsA counted by the health
+// records at from..to.
+func subDrop(from, to, n uint64, by ...SubscriberLoss) Finding {
+	return Finding{Kind: FindingSubscriberDrop, Stream: gapsA, From: frames.Position(from), Position: frames.Position(to), Frames: n, Subscribers: by}
+}
+
+// Consecutive health records that show subscriber drops of the same
+// subscribers, with nothing of the stream listed between them, are one
+// finding: one outage of an output is one line, not one per record.
+func TestGapsSubscriberRuns(t *testing.T) {
+	const nats = "nats://127.0.0.1:4222/ds"
+	tests := []struct {
+		name   string
+		ops    []gapsOp
+		want   []Finding
+		totals LossTotals
+	}{{
+		name: "an outage's records are one finding",
+		ops: []gapsOp{gtHdr(gapsA), gLines(gapsA, 0),
+			gHealth(gapsA, 1, subHealth(0, "capture:0", nats+":0")), gLines(gapsA, 2),
+			gHealth(gapsA, 3, subHealth(2, "capture:0", nats+":2")), gLines(gapsA, 4),
+			gHealth(gapsA, 5, subHealth(3, "capture:0", nats+":3")),
+			gHealth(gapsA, 6, subHealth(7, "capture:0", nats+":7")), gLines(gapsA, 7),
+			gHealth(gapsA, 8, subHealth(7, "capture:0", nats+":7")), // no growth: no finding, no break
+			gHealth(gapsA, 9, subHealth(8, "capture:0", nats+":8")), gEnded(gapsA)},
+		want:   []Finding{subDrop(3, 9, 8, SubscriberLoss{nats, 8})},
+		totals: LossTotals{SubDrops: 1, SubDropped: 8},
+	}, {
+		name: "a gap between records ends the run",
+		ops: []gapsOp{gtHdr(gapsA), gLines(gapsA, 0),
+			gHealth(gapsA, 1, subHealth(1, "tail:1")), gHealth(gapsA, 2, subHealth(2, "tail:2")),
+			gHealth(gapsA, 4, subHealth(3, "tail:3")), gHealth(gapsA, 5, subHealth(5, "tail:5")), gEnded(gapsA)},
+		want: []Finding{
+			subDrop(1, 2, 2, SubscriberLoss{"tail", 2}),
+			{Kind: FindingGap, Stream: gapsA, Gap: Gap{From: 3, To: 3, Count: 1}},
+			subDrop(4, 5, 3, SubscriberLoss{"tail", 3}),
+		},
+		totals: LossTotals{Gaps: 1, Missing: 1, SubDrops: 2, SubDropped: 5},
+	}, {
+		name: "a drop at a record ends the run",
+		ops: []gapsOp{gtHdr(gapsA), gLines(gapsA, 0),
+			gHealth(gapsA, 1, subHealth(1, "tail:1")),
+			gHealth(gapsA, 2, `{"mux_dropped":4,"subscriber_dropped":2,"subscribers":[{"name":"tail","dropped":2}],"loss":{"frames":4,"bytes":40,"reason":"queue full"}}`),
+			gEnded(gapsA)},
+		want: []Finding{
+			subDrop(1, 1, 1, SubscriberLoss{"tail", 1}),
+			{Kind: FindingDrop, Stream: gapsA, Drop: Drop{Before: 2, Frames: 4, Bytes: gU64(40), Reason: "queue full"}},
+			subDrop(2, 2, 1, SubscriberLoss{"tail", 1}),
+		},
+		totals: LossTotals{Drops: 1, Dropped: 4, SubDrops: 2, SubDropped: 2},
+	}, {
+		name: "other subscribers start a new finding; the same ones in another order do not",
+		ops: []gapsOp{gtHdr(gapsA), gLines(gapsA, 0),
+			gHealth(gapsA, 1, subHealth(0, "a:0", "b:0")),
+			gHealth(gapsA, 2, subHealth(1, "a:1", "b:0")),
+			gHealth(gapsA, 3, subHealth(3, "a:2", "b:1")),
+			gHealth(gapsA, 4, subHealth(6, "b:3", "a:3")),
+			gEnded(gapsA)},
+		want: []Finding{
+			subDrop(2, 2, 1, SubscriberLoss{"a", 1}),
+			subDrop(3, 4, 5, SubscriberLoss{"a", 2}, SubscriberLoss{"b", 3}),
+		},
+		totals: LossTotals{SubDrops: 2, SubDropped: 6},
+	}, {
+		name: "records that name no subscriber merge",
+		ops: []gapsOp{gtHdr(gapsA), gLines(gapsA, 0),
+			gHealth(gapsA, 1, `{"subscriber_dropped":1}`), gHealth(gapsA, 2, `{"subscriber_dropped":4}`), gEnded(gapsA)},
+		want:   []Finding{subDrop(1, 2, 4)},
+		totals: LossTotals{SubDrops: 1, SubDropped: 4},
+	}, {
+		// The file copy of an outage: the transport record follows the
+		// range it names, and is listed at the range's start, before the
+		// run; a record naming a range that starts inside the run is
+		// listed inside it, so it ends the run.
+		name: "a transport loss ends the run only when listed inside it",
+		ops: []gapsOp{gtHdr(gapsA), gLines(gapsA, 0),
+			gHealth(gapsA, 1, subHealth(0, nats+":0")), gLines(gapsA, 2),
+			gHealth(gapsA, 3, subHealth(1, nats+":1")), gHealth(gapsA, 4, subHealth(2, nats+":2")),
+			gLost(gapsA, 5, 2, 4, 3, unreachable),
+			gHealth(gapsA, 6, subHealth(3, nats+":3")),
+			gLost(gapsA, 7, 5, 5, 1, unreachable),
+			gHealth(gapsA, 8, subHealth(4, nats+":4")), gEnded(gapsA)},
+		want: []Finding{
+			{Kind: FindingTransport, Stream: gapsA, Position: 5, Transport: lostLoss(2, 4, 3, unreachable)},
+			subDrop(3, 6, 3, SubscriberLoss{nats, 3}),
+			{Kind: FindingTransport, Stream: gapsA, Position: 7, Transport: lostLoss(5, 5, 1, unreachable)},
+			subDrop(8, 8, 1, SubscriberLoss{nats, 1}),
+		},
+		totals: LossTotals{SubDrops: 2, SubDropped: 4, Transport: 2, Undelivered: 4},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, totals := gapsFindings(t, 0, tt.ops...)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.totals, totals); diff != "" {
+				t.Errorf("totals (-want +got):\n%s", diff)
+			}
+			if totals.Losses() != totals.Gaps+totals.Drops {
+				t.Errorf("%d losses: subscriber drops or transport losses counted", totals.Losses())
+			}
+		})
+	}
+}
+
+// A long outage takes one finding, whatever the number of its health
+// records: it neither grows memory nor uses up the listing bound, so a
+// later gap is still listed.
+func TestGapsSubscriberRunBound(t *testing.T) {
+	g := NewGaps(0)
+	gHdr(gapsA, 0)(g)
+	gLines(gapsA, 0)(g)
+	n := uint64(MaxListedFindings + 10)
+	for i := uint64(1); i <= n; i++ {
+		gHealth(gapsA, i, subHealth(i, fmt.Sprintf("nats:%d", i)))(g)
+	}
+	gLines(gapsA, n+2)(g)
+	gEnded(gapsA)(g)
+	var got []Finding
+	g.Each(func(f Finding) error { got = append(got, f); return nil })
+	want := []Finding{
+		subDrop(1, n, n, SubscriberLoss{"nats", n}),
+		{Kind: FindingGap, Stream: gapsA, Gap: Gap{From: frames.Position(n + 1), To: frames.Position(n + 1), Count: 1}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+	if len(g.order[0].found) != 1 {
+		t.Errorf("%d findings kept", len(g.order[0].found))
+	}
+}
+
+// A merged subscriber drop says the range of its records, in text and
+// in JSON ("from"); one of a single record keeps the shape it had.
+func TestGapsSubscriberRunOutput(t *testing.T) {
+	g := NewGaps(0)
+	for _, op := range []gapsOp{gHdr(gapsA, 0), gLines(gapsA, 0),
+		gHealth(gapsA, 1, subHealth(0, "file:0", "nats://h:4222/ds:0")),
+		gHealth(gapsA, 2, subHealth(3, "file:0", "nats://h:4222/ds:3")),
+		gHealth(gapsA, 3, subHealth(5, "file:0", "nats://h:4222/ds:5")),
+		gHealth(gapsA, 5, subHealth(6, "file:1", "nats://h:4222/ds:5")),
+		gEnded(gapsA)} {
+		op(g)
+	}
+	var out bytes.Buffer
+	if err := g.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	want := `a#7  subscriber  5 frame copies lost by subscribers between positions 2 and 3 (nats://h:4222/ds: 5)
+a#7  gap         position 4 missing (1 frame)
+a#7  subscriber  1 frame copy lost by subscribers before position 5 (file: 1)
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("text (-want +got):\n%s", diff)
+	}
+	out.Reset()
+	if err := g.WriteJSON(&out); err != nil {
+		t.Fatal(err)
+	}
+	want = `{"stream":"a#7","node":"a","life":7,"subscriber_dropped":{"from":2,"before":3,"frames":5,"subscribers":[{"name":"nats://h:4222/ds","frames":5}]}}
+{"stream":"a#7","node":"a","life":7,"gap":{"from":4,"to":4,"count":1}}
+{"stream":"a#7","node":"a","life":7,"subscriber_dropped":{"before":5,"frames":1,"subscribers":[{"name":"file","frames":1}]}}
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("json (-want +got):\n%s", diff)
+	}
+	const sum = "1 loss: 1 gap (1 frame missing); noted: 2 subscriber drops (6 frame copies lost by subscribers)"
+	if s := g.Totals().String(); s != sum {
+		t.Errorf("totals say %q, want %q", s, sum)
+	}
+}
+
+// Subscriber drops and transport losses are notes: the totals line gives
+// them after the losses, and neither Losses nor ds gaps --check counts
+// them; live inputs and trimmed streams are notes said by their lines.
+func TestLossTotalsNotes(t *testing.T) {
+	tests := []struct {
+		totals LossTotals
+		want   string
+		losses uint64
+		noted  uint64
+	}{
+		{LossTotals{}, "no loss", 0, 0},
+		{LossTotals{Live: 1, Trimmed: 2}, "no loss", 0, 0},
+		{LossTotals{Gaps: 1, Missing: 4}, "1 loss: 1 gap (4 frames missing)", 1, 0},
+		{LossTotals{SubDrops: 29, SubDropped: 304, Transport: 4, Undelivered: 304},
+			"no loss; noted: 29 subscriber drops (304 frame copies lost by subscribers), 4 transport losses (304 frames not delivered by an output)", 0, 33},
+		{LossTotals{Gaps: 1, Missing: 4, Transport: 1, Undelivered: 4},
+			"1 loss: 1 gap (4 frames missing); noted: 1 transport loss (4 frames not delivered by an output)", 1, 1},
+		{LossTotals{Drops: 2, Dropped: 9, SubDrops: 1, SubDropped: 1},
+			"2 losses: 2 drops (9 frames refused); noted: 1 subscriber drop (1 frame copy lost by subscribers)", 2, 1},
+	}
+	for _, tt := range tests {
+		if got := tt.totals.String(); got != tt.want {
+			t.Errorf("%+v: String() = %q, want %q", tt.totals, got, tt.want)
+		}
+		if got := tt.totals.Losses(); got != tt.losses {
+			t.Errorf("%+v: Losses() = %d, want %d", tt.totals, got, tt.losses)
+		}
+		if got := tt.totals.Noted(); got != tt.noted {
+			t.Errorf("%+v: Noted() = %d, want %d", tt.totals, got, tt.noted)
+		}
+	}
+	notes := map[FindingKind]bool{FindingLive: true, FindingTrimmed: true, FindingSubscriberDrop: true, FindingTransport: true}
+	for k := FindingDamage; k <= FindingTransport; k++ {
+		if k.IsLoss() == notes[k] {
+			t.Errorf("%s: IsLoss() = %v", k, k.IsLoss())
+		}
 	}
 }

@@ -69,23 +69,31 @@ type StreamSummary struct {
 	// UncomparedDuplicates counts the duplicates whose earlier copy was
 	// not kept to compare with (see [Assembler]): a conflict among them
 	// would go unseen. Omitted when 0.
-	UncomparedDuplicates uint64        `json:"uncompared_duplicates,omitempty"`
-	Conflicts            uint64        `json:"conflicts"`
-	LateFrames           uint64        `json:"late_frames"`
-	MuxDropped           *uint64       `json:"mux_dropped"`                  // the writer's counter, from its datastream.health records; null without one
-	SubscriberDropped    *uint64       `json:"subscriber_dropped"`           // idem
-	HealthRecords        uint64        `json:"health_records"`               // datastream.health records read
-	Drops                []Drop        `json:"drops"`                        // where submissions were refused; the first 100
-	DropCount            uint64        `json:"drop_count"`                   // places where submissions were refused
-	DroppedFrames        uint64        `json:"dropped_frames"`               // submissions refused there
-	DroppedBytes         *uint64       `json:"dropped_bytes"`                // their payload bytes; null when a record did not say
-	TransportLosses      uint64        `json:"transport_losses,omitempty"`   // ranges of positions an output (ds wrap -o nats://…) did not deliver, from datastream.transport records (see [TransportLoss]); omitted when 0
-	UndeliveredFrames    uint64        `json:"undelivered_frames,omitempty"` // frames they name; omitted when 0
-	Ended                bool          `json:"ended"`                        // a StreamEnded record was read
-	Exits                []ExitSummary `json:"exits"`
-	TimeStart            *string       `json:"time_start"` // RFC 3339, from datastream.clock
-	TimeEnd              *string       `json:"time_end"`
-	DurationNS           *int64        `json:"duration_ns"`
+	UncomparedDuplicates uint64  `json:"uncompared_duplicates,omitempty"`
+	Conflicts            uint64  `json:"conflicts"`
+	LateFrames           uint64  `json:"late_frames"`
+	MuxDropped           *uint64 `json:"mux_dropped"` // the writer's counter, from its datastream.health records; null without one
+	// SubscriberDropped is the writer's counter of frame copies its
+	// subscribers (its outputs) lost, from its datastream.health records;
+	// null without one. Not a loss of this input: what it lacks is in
+	// Gaps.
+	SubscriberDropped *uint64 `json:"subscriber_dropped"`
+	HealthRecords     uint64  `json:"health_records"` // datastream.health records read
+	Drops             []Drop  `json:"drops"`          // where submissions were refused; the first 100
+	DropCount         uint64  `json:"drop_count"`     // places where submissions were refused
+	DroppedFrames     uint64  `json:"dropped_frames"` // submissions refused there
+	DroppedBytes      *uint64 `json:"dropped_bytes"`  // their payload bytes; null when a record did not say
+	// TransportLosses counts the ranges of positions an output (ds wrap
+	// -o nats://…) did not deliver, from datastream.transport records (see
+	// [TransportLoss]); omitted when 0. Not a loss of this input: what it
+	// lacks is in Gaps.
+	TransportLosses   uint64        `json:"transport_losses,omitempty"`
+	UndeliveredFrames uint64        `json:"undelivered_frames,omitempty"` // frames they name; omitted when 0
+	Ended             bool          `json:"ended"`                        // a StreamEnded record was read
+	Exits             []ExitSummary `json:"exits"`
+	TimeStart         *string       `json:"time_start"` // RFC 3339, from datastream.clock
+	TimeEnd           *string       `json:"time_end"`
+	DurationNS        *int64        `json:"duration_ns"`
 }
 
 // DamageSummary is one damaged byte range of an input.
@@ -667,7 +675,13 @@ func writeDrops(w io.Writer, s StreamSummary) {
 		// starts: the writer's counter knows more than the places shown.
 		fmt.Fprintf(w, " (the writer counted %d)", *s.MuxDropped)
 	}
-	fmt.Fprintf(w, ", %d by subscribers\n", *s.SubscriberDropped)
+	fmt.Fprintf(w, ", %d by subscribers", *s.SubscriberDropped)
+	if *s.SubscriberDropped > 0 {
+		// Copies an output lost: this input lacks only what its gaps
+		// show (ds gaps notes them, and does not count them as losses).
+		fmt.Fprintf(w, " (frame copies: gaps show what this input lacks)")
+	}
+	fmt.Fprintf(w, "\n")
 	for _, d := range s.Drops {
 		fmt.Fprintf(w, "  \tbefore position %d: %s", d.Before, plural(d.Frames, "frame"))
 		if d.Bytes != nil {
@@ -800,7 +814,7 @@ func writeInfoText(w io.Writer, files []FileSummary, n int, stream func(int) Str
 		}
 		writeDrops(tw, s)
 		if s.TransportLosses > 0 {
-			fmt.Fprintf(tw, "  transport\t%s not delivered by an output in %s (ds gaps lists them)\n", plural(s.UndeliveredFrames, "frame"), plural(s.TransportLosses, "range"))
+			fmt.Fprintf(tw, "  transport\t%s not delivered by an output in %s (gaps show what this input lacks; ds gaps notes them)\n", plural(s.UndeliveredFrames, "frame"), plural(s.TransportLosses, "range"))
 		}
 		end := "no (no StreamEnded record: the writer did not finish)"
 		if s.Ended {
