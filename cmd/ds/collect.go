@@ -110,14 +110,11 @@ type collectOptions struct {
 }
 
 func collectAction(ctx context.Context, c *cli.Command) error {
-	args := c.Args().Slice()
-	switch {
-	case len(args) == 0:
-		return usagef("no store given")
-	case len(args) > 1:
-		return usagef("one store at a time (got %d arguments)", len(args))
+	store, err := oneStore(c)
+	if err != nil {
+		return err
 	}
-	o := collectOptions{store: args[0], listen: c.String("listen"), prefix: c.String("prefix"),
+	o := collectOptions{store: store, listen: c.String("listen"), prefix: c.String("prefix"),
 		durable: c.String("durable"), token: c.String("token"), urlFile: c.String("url-file"), sync: c.Bool("sync")}
 	if _, port, err := net.SplitHostPort(o.listen); err != nil {
 		return usagef("--listen %q: want HOST:PORT, such as 127.0.0.1:4222 or 0.0.0.0:0", o.listen)

@@ -92,13 +92,22 @@ type trimOptions struct {
 	now       time.Time
 }
 
-func trimAction(ctx context.Context, c *cli.Command) error {
+// oneStore returns the one STORE argument of ds trim and ds collect.
+func oneStore(c *cli.Command) (string, error) {
 	args := c.Args().Slice()
 	switch {
 	case len(args) == 0:
-		return usagef("no store given")
+		return "", usagef("no store given")
 	case len(args) > 1:
-		return usagef("one store at a time (got %d arguments)", len(args))
+		return "", usagef("one store at a time (got %d arguments)", len(args))
+	}
+	return args[0], nil
+}
+
+func trimAction(ctx context.Context, c *cli.Command) error {
+	store, err := oneStore(c)
+	if err != nil {
+		return err
 	}
 	opts := trimOptions{before: c.String("before"), keepBytes: -1, respect: c.Bool("respect-consumers"), dryRun: c.Bool("dry-run"), loc: time.Local, now: time.Now()}
 	if c.Bool("utc") {
@@ -135,9 +144,9 @@ func trimAction(ctx context.Context, c *cli.Command) error {
 		}
 		bound = &b
 	}
-	st, err := segments.OpenStore(args[0])
+	st, err := segments.OpenStore(store)
 	if errors.Is(err, segments.ErrNotStore) {
-		return usagef("%s is not a store (ds ingest makes one)", args[0])
+		return usagef("%s is not a store (ds ingest makes one)", store)
 	}
 	if err != nil {
 		return err
