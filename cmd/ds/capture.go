@@ -209,8 +209,17 @@ func captureOptionsFrom(c *cli.Command) (captureOptions, error) {
 		Compress: c.String("compress"), Flush: c.Duration("flush"), Sync: c.Bool("sync"),
 	}
 	files := 0
+	seen := map[string]bool{}
 	for _, out := range c.StringSlice("output") {
 		if fleet.IsURL(out) {
+			// The same server and prefix twice would publish every
+			// message twice, the second copy dropped by the server.
+			if t, err := fleet.ParseTarget(out); err == nil {
+				if seen[t.Display] {
+					return o, usagef("%s: -o %s given twice", c.Name, t.Display)
+				}
+				seen[t.Display] = true
+			}
 			o.NATS = append(o.NATS, out)
 			continue
 		}

@@ -130,6 +130,13 @@ func collectAction(ctx context.Context, c *cli.Command) error {
 	if err := streamLimits(c, &o.limits); err != nil {
 		return err
 	}
+	if o.urlFile != "" {
+		// Never replaced, as -o FILE is not: ds collect removes it at
+		// exit, and it could be someone's file.
+		if _, err := os.Lstat(o.urlFile); err == nil {
+			return fmt.Errorf("--url-file %s exists: not replacing it (remove it if a ds collect that was killed left it)", o.urlFile)
+		}
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := c.Root()

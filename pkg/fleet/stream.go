@@ -97,6 +97,10 @@ func InitStream(ctx context.Context, nc *nats.Conn, prefix string, o StreamOptio
 		created = true
 	case err == nil:
 		old := s.CachedInfo().Config
+		if !slices.Contains(old.Subjects, AllSubjects(prefix)) {
+			// Another prefix with the same stream name (a.b and a_b).
+			return cfg, false, fmt.Errorf("stream %s exists and takes subjects %s, another prefix's: choose a prefix whose stream name differs", cfg.Name, strings.Join(old.Subjects, " "))
+		}
 		if o.MaxAge == 0 {
 			cfg.MaxAge = old.MaxAge
 		}
