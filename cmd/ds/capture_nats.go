@@ -42,11 +42,9 @@ func (c *capture) dialPublishers(o captureOptions, id frames.StreamID, stderr io
 			return nil, err
 		}
 		c.conns = append(c.conns, nc)
-		if err := checkNATSStream(nc, t); err != nil {
-			c.closePublishersNow()
-			return nil, err
-		}
 		if nc.IsConnected() {
+			// One check: the stream for the prefix (FindStream), then
+			// that it does not hold this stream yet.
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			err := fleet.CheckNewStream(ctx, nc, t, id)
 			cancel()
@@ -153,14 +151,6 @@ func (c *capture) reportPublisher(rep fleet.PublishReport) {
 			fmt.Fprintf(c.stderr, "ds:   … and %d more ranges\n", len(rep.Unrecorded)-i)
 			break
 		}
-		fmt.Fprintf(c.stderr, "ds:   %s not delivered: %s\n", positionRange(l.From, l.To), l.Reason)
+		fmt.Fprintf(c.stderr, "ds:   %s not delivered: %s\n", positionRun(l.From, l.To), l.Reason)
 	}
-}
-
-// positionRange says "position P" or "positions A–B".
-func positionRange(from, to frames.Position) string {
-	if from == to {
-		return fmt.Sprintf("position %d", from)
-	}
-	return fmt.Sprintf("positions %d–%d", from, to)
 }

@@ -782,11 +782,7 @@ func (st *checkStream) report(input string, out *checkOut) {
 		first, last := spans[0].from, spans[len(spans)-1].to
 		js.First, js.Last = &first, &last
 		fmt.Fprintf(&b, " of %d bytes in %s, ", st.bytes, checkNouns(st.segments, "segment"))
-		if first == last {
-			fmt.Fprintf(&b, "position %d", first)
-		} else {
-			fmt.Fprintf(&b, "positions %d–%d", first, last)
-		}
+		b.WriteString(positionRun(first, last))
 		gaps, missing := st.pos.gaps()
 		js.Gaps, js.Missing = gaps, missing
 		switch {

@@ -944,14 +944,12 @@ func (s *natsSource) reader(ctx context.Context, o fleet.ReaderOptions) (io.Read
 		s.rc = nil
 	}
 	o.Nodes = s.nodes
-	rctx, cancel := context.WithCancel(ctx)
-	rc, err := fleet.NewReader(rctx, s.nc, s.t, o)
+	rc, err := fleet.NewReader(ctx, s.nc, s.t, o)
 	if err != nil {
-		cancel()
 		return nil, err
 	}
-	s.rc = &natsReader{rc: rc, ctx: rctx, cancel: cancel}
-	return s.rc, nil
+	s.rc = rc
+	return rc, nil
 }
 
 // seqs returns the first and last sequence numbers of the JetStream
@@ -981,27 +979,6 @@ func (s *natsSource) close() {
 		s.rc.Close()
 	}
 	s.nc.Close()
-}
-
-// natsReader is a fleet reader whose end by ctx (an interrupted view, or
-// close) reads as ctx's error, not as a broken pipe.
-type natsReader struct {
-	rc     io.ReadCloser
-	ctx    context.Context
-	cancel context.CancelFunc
-}
-
-func (r *natsReader) Read(b []byte) (int, error) {
-	n, err := r.rc.Read(b)
-	if err != nil && err != io.EOF && r.ctx.Err() != nil {
-		return n, r.ctx.Err()
-	}
-	return n, err
-}
-
-func (r *natsReader) Close() error {
-	r.cancel()
-	return r.rc.Close()
 }
 
 // natsInputs says how a view opens its nats:// inputs.
@@ -1055,9 +1032,5 @@ func inputName(name string) string {
 	if t, err := fleet.ParseTarget(name); err == nil {
 		return t.Display
 	}
-	scheme, rest, _ := strings.Cut(name, "://")
-	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
-		rest = "***@" + rest[at+1:] // may hide more than the user information: never less
-	}
-	return scheme + "://" + rest
+	return fleet.Redact(name)
 }

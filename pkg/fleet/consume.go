@@ -558,7 +558,9 @@ func NewReader(ctx context.Context, nc *nats.Conn, t Target, o ReaderOptions) (i
 				}
 			}
 		}
-		pw.CloseWithError(io.ErrClosedPipe)
+		// Ended by ctx (an interrupted view) or by Close: readers see
+		// the context's error, not a broken pipe.
+		pw.CloseWithError(rctx.Err())
 	}()
 	return &reader{pr: pr, cancel: cancel}, nil
 }

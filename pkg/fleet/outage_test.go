@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/ds-telemetry/ds/pkg/frames"
 )
 
@@ -21,6 +23,22 @@ func produceFor(p *producer, d time.Duration, stop func() bool) {
 	}
 }
 
+// outageSetup starts a server (files in a temporary directory, so that
+// it can be restarted on the same address) and a producer of stream
+// node#1 whose publisher has a 64 KiB buffer (plain records, so that an
+// outage of a second fills it), which publishes for 300 ms.
+func outageSetup(t *testing.T, node string) (s *Server, addr, dir string, nc *nats.Conn, tg Target, p *producer) {
+	t.Helper()
+	dir = t.TempDir()
+	s = testServer(t, dir)
+	addr = hostPort(t, s.ClientURL())
+	nc, tg = connect(t, s.ClientURL())
+	initStream(t, nc, tg.Prefix, StreamOptions{})
+	p = newProducer(t, node, 1, publisherOn(t, nc, tg, PublisherOptions{Buffer: 64 << 10}))
+	produceFor(p, 300*time.Millisecond, nil)
+	return s, addr, dir, nc, tg, p
+}
+
 // TestServerRestart shuts the server down while a producer publishes with
 // a buffer the outage overflows, restarts it on the same address and
 // files, and checks the copy the store gets: every position written is
@@ -28,14 +46,7 @@ func produceFor(p *producer, d time.Duration, stop func() bool) {
 // record names only absent positions and says the server was unreachable,
 // the stream ends, and the publisher's report adds up.
 func TestServerRestart(t *testing.T) {
-	dir := t.TempDir()
-	s := testServer(t, dir)
-	addr := hostPort(t, s.ClientURL())
-	nc, tg := connect(t, s.ClientURL())
-	initStream(t, nc, tg.Prefix, StreamOptions{})
-	// Plain records, so that 64 KiB fills within the outage.
-	p := newProducer(t, "outage", 1, publisherOn(t, nc, tg, PublisherOptions{Buffer: 64 << 10}))
-	produceFor(p, 300*time.Millisecond, nil)
+	s, addr, dir, nc, tg, p := outageSetup(t, "outage")
 	before := p.pub.Stats()
 	if before.Messages == 0 || before.LostFrames != 0 {
 		t.Fatalf("before the outage: %+v", before)
@@ -256,13 +267,7 @@ func TestSlowServer(t *testing.T) {
 // it carries no StreamEnded and reads as not ended, never as a stream
 // that simply stopped; the publisher reports the ranges.
 func TestServerGoneAtEnd(t *testing.T) {
-	dir := t.TempDir()
-	s := testServer(t, dir)
-	addr := hostPort(t, s.ClientURL())
-	nc, tg := connect(t, s.ClientURL())
-	initStream(t, nc, tg.Prefix, StreamOptions{})
-	p := newProducer(t, "gone", 1, publisherOn(t, nc, tg, PublisherOptions{Buffer: 64 << 10}))
-	produceFor(p, 300*time.Millisecond, nil)
+	s, addr, dir, nc, tg, p := outageSetup(t, "gone")
 	if st := p.pub.Stats(); st.Messages == 0 {
 		t.Fatalf("nothing published before the outage: %+v", st)
 	}

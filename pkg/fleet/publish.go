@@ -160,8 +160,9 @@ func NewPublisher(e *frames.Endpoint, nc *nats.Conn, t Target, opts PublisherOpt
 	max := opts.MaxMessage
 	if max <= 0 {
 		max = DefaultMaxMessage
-		if mp := nc.MaxPayload(); mp > 0 && mp < int64(max) {
-			max = int(mp)
+		if mp := nc.MaxPayload(); mp > 0 {
+			fixedMax = true
+			max = min(max, int(mp))
 		}
 	}
 	opts.MaxMessage = max
@@ -222,11 +223,15 @@ func (p *Publisher) Name() string { return p.target.Display }
 func (p *Publisher) Take(flush bool) {
 	if !p.fixedMax {
 		// A server down when the publisher started said no max_payload:
-		// once it does, messages are sized to it.
-		if mp := p.nc.MaxPayload(); mp > 0 && mp < int64(p.opts.MaxMessage) {
-			p.opts.MaxMessage = int(mp)
-			if p.nframes > 0 && p.size > p.limit() {
-				p.seal(false)
+		// once it does, messages are sized to it, and it is not asked
+		// again.
+		if mp := p.nc.MaxPayload(); mp > 0 {
+			p.fixedMax = true
+			if mp < int64(p.opts.MaxMessage) {
+				p.opts.MaxMessage = int(mp)
+				if p.nframes > 0 && p.size > p.limit() {
+					p.seal(false)
+				}
 			}
 		}
 	}
@@ -270,22 +275,18 @@ func (p *Publisher) frame(f frames.Frame) {
 	}
 	size := len(f.Payload) + 24
 	if size > p.limit() {
-		p.lose(f.Position, f.Position, 1, fmt.Sprintf("frame of %d bytes is larger than a message may be (%d bytes, the server's max_payload less the header)", len(f.Payload), p.opts.MaxMessage))
-		p.sub.Lost(1)
+		p.drop(f, fmt.Sprintf("frame of %d bytes is larger than a message may be (%d bytes, the server's max_payload less the header)", len(f.Payload), p.opts.MaxMessage))
 		return
 	}
 	if p.size+size > p.limit() && p.nframes > 0 {
 		p.seal(false)
 	}
 	// A transport record passes a full buffer (by a few hundred bytes,
-	// once per closed range): lost, it would be put back and said again
-	// at every tick while the buffer stays full, each copy landing in the
-	// capture file.
+	// once per closed range): its range would go unexplained in this
+	// output's copy otherwise.
 	record := p.transport != 0 && f.Channel == p.transport
 	if int(p.queued.Load())+p.size+size > p.opts.Buffer && !record {
-		p.lose(f.Position, f.Position, 1, p.reason())
-		p.sub.Lost(1)
-		p.resay(f)
+		p.drop(f, p.reason())
 		return
 	}
 	if p.loss != nil {
@@ -294,8 +295,7 @@ func (p *Publisher) frame(f frames.Frame) {
 	if err := p.w.WriteFrame(f); err != nil {
 		// Only a writer error (none into a bytes.Buffer) or a payload
 		// over wireformat's maximum gets here.
-		p.lose(f.Position, f.Position, 1, "cannot encode: "+err.Error())
-		p.sub.Lost(1)
+		p.drop(f, "cannot encode: "+err.Error())
 		return
 	}
 	if p.nframes == 0 {
@@ -309,21 +309,11 @@ func (p *Publisher) frame(f frames.Frame) {
 	p.size += size
 }
 
-// resay puts back the ranges of a transport record of this output that is
-// itself lost (submitted while the outage went on), so that the next
-// record names them: no range goes unexplained in this output's copy.
-func (p *Publisher) resay(f frames.Frame) {
-	if p.transport == 0 || f.Channel != p.transport {
-		return
-	}
-	var r frames.TransportRecord
-	if json.Unmarshal(f.Payload, &r) != nil || r.Lost == nil || r.Output != p.target.Display {
-		return
-	}
-	if len(p.unsaid) < maxPendingLosses {
-		p.unsaid = append(p.unsaid, *r.Lost)
-		p.recorded--
-	}
+// drop loses frame f, in hand, to this output: its range and its count
+// in the subscription's drop counter (health records).
+func (p *Publisher) drop(f frames.Frame, reason string) {
+	p.lose(f.Position, f.Position, 1, reason)
+	p.sub.Lost(1)
 }
 
 // failing reports whether the output is not delivering now: the last
@@ -395,10 +385,9 @@ func (p *Publisher) say() {
 		}
 	}
 	if p.ended || len(p.unsaid) == 0 || p.failing() {
-		// A record is said once the output delivers again: one
-		// submitted during the outage would itself be lost, and put
-		// back (resay), and submitted again at every tick, each copy
-		// landing in the capture file.
+		// A record is said once the output delivers again: said during
+		// the outage, it would wait in the buffer behind the loss it
+		// names, and a longer outage would have it given up at the end.
 		return
 	}
 	if p.transport == 0 {

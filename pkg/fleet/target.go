@@ -58,14 +58,14 @@ func IsURL(s string) bool {
 func ParseTarget(s string) (Target, error) {
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok || (scheme != "nats" && scheme != "tls") {
-		return Target{}, fmt.Errorf("%s: want nats://HOST:PORT/PREFIX or tls://HOST:PORT/PREFIX", redact(s))
+		return Target{}, fmt.Errorf("%s: want nats://HOST:PORT/PREFIX or tls://HOST:PORT/PREFIX", Redact(s))
 	}
 	t := Target{TLS: scheme == "tls"}
 	hosts, path, _ := strings.Cut(rest, "/")
 	if strings.Contains(path, "@") {
 		// A password or token with a raw "/" (base64) ends the host
 		// part early; what follows must not be echoed.
-		return Target{}, fmt.Errorf("%s: \"@\" after the first \"/\": write a \"/\" in a password or token as %%2F", redact(s))
+		return Target{}, fmt.Errorf("%s: \"@\" after the first \"/\": write a \"/\" in a password or token as %%2F", Redact(s))
 	}
 	if at := strings.LastIndexByte(hosts, '@'); at >= 0 {
 		info := hosts[:at]
@@ -76,11 +76,11 @@ func ParseTarget(s string) (Target, error) {
 			t.Password, err = url.PathUnescape(p)
 		}
 		if err != nil {
-			return Target{}, fmt.Errorf("%s: bad user information", redact(s))
+			return Target{}, fmt.Errorf("%s: bad user information", Redact(s))
 		}
 	}
 	if hosts == "" {
-		return Target{}, fmt.Errorf("%s: no server named", redact(s))
+		return Target{}, fmt.Errorf("%s: no server named", Redact(s))
 	}
 	var shown []string
 	for _, h := range strings.Split(hosts, ",") {
@@ -88,28 +88,28 @@ func ParseTarget(s string) (Target, error) {
 		if err != nil {
 			host, port = h, DefaultPort
 			if strings.Contains(strings.Trim(h, "[]"), ":") && !strings.HasPrefix(h, "[") {
-				return Target{}, fmt.Errorf("%s: bad server %q (an IPv6 address goes in brackets)", redact(s), h)
+				return Target{}, fmt.Errorf("%s: bad server %q (an IPv6 address goes in brackets)", Redact(s), h)
 			}
 			host = strings.Trim(host, "[]")
 		}
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return Target{}, fmt.Errorf("%s: bad port in %q", redact(s), h)
+			return Target{}, fmt.Errorf("%s: bad port in %q", Redact(s), h)
 		}
 		if host == "" {
-			return Target{}, fmt.Errorf("%s: empty host in %q", redact(s), h)
+			return Target{}, fmt.Errorf("%s: empty host in %q", Redact(s), h)
 		}
 		hp := net.JoinHostPort(host, port)
 		t.Servers = append(t.Servers, scheme+"://"+hp)
 		shown = append(shown, hp)
 	}
 	if strings.ContainsAny(path, "?#") {
-		return Target{}, fmt.Errorf("%s: a NATS URL takes no query or fragment (want nats://HOST:PORT/PREFIX)", redact(s))
+		return Target{}, fmt.Errorf("%s: a NATS URL takes no query or fragment (want nats://HOST:PORT/PREFIX)", Redact(s))
 	}
 	if path == "" {
 		path = DefaultPrefix
 	}
 	if err := checkPrefix(path); err != nil {
-		return Target{}, fmt.Errorf("%s: %w", redact(s), err)
+		return Target{}, fmt.Errorf("%s: %w", Redact(s), err)
 	}
 	t.Prefix = path
 	t.Display = scheme + "://" + strings.Join(shown, ",") + "/" + path
@@ -134,9 +134,11 @@ func checkPrefix(p string) error {
 	return nil
 }
 
-// redact removes the userinfo of a URL for an error message: all up to
-// the last "@", which may follow a "/" of the userinfo.
-func redact(s string) string {
+// Redact returns URL s with its user information replaced by "***" (all
+// up to the last "@", which may follow a "/" of a password), for an error
+// message or a name: what ds prints of a URL that [ParseTarget] refuses
+// (one it takes is printed as its Display).
+func Redact(s string) string {
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
 		scheme, rest = "", s

@@ -743,6 +743,18 @@ func (p *Printer) lossPrefix(what string) {
 	p.line = append(p.line, "  "...)
 }
 
+// lossLine prints the text line of a loss of stream st: "~", the time
+// column, what (gap, dropped, lost) in the name column, and msg, styled.
+// msg may be p.msg.
+func (p *Printer) lossLine(st *streamInfo, what string, msg []byte) {
+	p.lossPrefix(what)
+	p.line = append(p.line, p.on(styleLoss)...)
+	p.line = append(p.line, msg...)
+	p.line = append(p.line, p.off(styleLoss)...)
+	p.line = append(p.line, '\n')
+	p.out(st, p.line)
+}
+
 func (p *Printer) gap(st *streamInfo, g Gap) {
 	switch p.opts.Format {
 	case FormatCat:
@@ -762,12 +774,7 @@ func (p *Printer) gap(st *streamInfo, g Gap) {
 		p.line = p.withText(p.line, appendGapMsg(p.msg[:0], g))
 	default:
 		p.cutBefore(st, g.From, nil)
-		p.lossPrefix("gap")
-		p.line = append(p.line, p.on(styleLoss)...)
-		p.line = appendGapMsg(p.line, g)
-		p.line = append(p.line, p.off(styleLoss)...)
-		p.line = append(p.line, '\n')
-		p.out(st, p.line)
+		p.lossLine(st, "gap", appendGapMsg(p.msg[:0], g))
 		return
 	}
 	p.write(p.line)
@@ -822,12 +829,7 @@ func (p *Printer) drop(st *streamInfo, d Drop) {
 		p.write(p.line)
 	default:
 		p.cutBefore(st, d.Before, nil)
-		p.lossPrefix("dropped")
-		p.line = append(p.line, p.on(styleLoss)...)
-		p.line = appendDropMsg(p.line, d)
-		p.line = append(p.line, p.off(styleLoss)...)
-		p.line = append(p.line, '\n')
-		p.out(st, p.line)
+		p.lossLine(st, "dropped", appendDropMsg(p.msg[:0], d))
 	}
 }
 

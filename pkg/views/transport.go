@@ -137,11 +137,6 @@ func (p *Printer) transport(st *streamInfo, at frames.Position, t *TransportLoss
 		p.write(p.line)
 	default:
 		p.cutBefore(st, at, nil)
-		p.lossPrefix("lost")
-		p.line = append(p.line, p.on(styleLoss)...)
-		p.line = appendTransportMsg(p.line, t)
-		p.line = append(p.line, p.off(styleLoss)...)
-		p.line = append(p.line, '\n')
-		p.out(st, p.line)
+		p.lossLine(st, "lost", appendTransportMsg(p.msg[:0], t))
 	}
 }
