@@ -55,7 +55,43 @@ var (
 	// read: a marker, stream.json, horizon or consumer file that is not
 	// what this package writes, or a layout version it does not know.
 	ErrStoreFormat = errors.New("segments: malformed store file")
+	// ErrStoreLink means a symbolic link inside a store. A store holds
+	// only directories and regular files that ds made; a link could point
+	// a read, a write or a delete outside the store, so ds never follows
+	// one there and refuses the store, naming the link.
+	ErrStoreLink = errors.New("segments: symbolic link inside the store")
 )
+
+// storeCheckReal checks that path, inside a store, is not a symbolic link
+// (lstat(2), which never follows one) and is a directory (dir) or a
+// regular file (!dir). A missing path returns the error of os.Lstat, which
+// wraps fs.ErrNotExist. Errors name the path and wrap [ErrStoreLink] or
+// [ErrStoreFormat].
+func storeCheckReal(path string, dir bool) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%w: %s (ds never follows a link inside a store; remove it or copy what it points to)", ErrStoreLink, path)
+	case dir && !fi.IsDir():
+		return fmt.Errorf("%w: %s is not a directory", ErrStoreFormat, path)
+	case !dir && !fi.Mode().IsRegular():
+		return fmt.Errorf("%w: %s is not a regular file", ErrStoreFormat, path)
+	}
+	return nil
+}
+
+// storeOpen opens a file inside a store for reading, refusing a symbolic
+// link (O_NOFOLLOW: the check and the open are one step). A link is an
+// error wrapping [ErrStoreLink]; a missing file wraps fs.ErrNotExist.
+func storeOpen(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%w: %s (ds never follows a link inside a store; remove it or copy what it points to)", ErrStoreLink, path)
+	}
+	return f, err
+}
 
 // A Store is a directory of streams that [Store.Ingest] grows from
 // captures: each stream (node, life) rebuilt by position, every frame kept
@@ -122,15 +158,21 @@ type Store struct {
 	// an open file, which the goroutines of a Store share.
 	mu    sync.Mutex
 	lockf *os.File
+	// cleaned says that STORE/tmp was emptied under the lock (see lock);
+	// guarded by mu.
+	cleaned bool
 }
 
 // storeMarkerText is the content of a store's marker file.
 var storeMarkerText = "ds-store " + strconv.Itoa(StoreVersion) + "\n"
 
 // IsStore reports whether dir is a store: a directory holding a ds-store
-// marker file.
+// marker file (or a link in its place, which [OpenStore] refuses).
 func IsStore(dir string) bool {
 	b, err := storeReadSmall(filepath.Join(dir, storeMarker), 64)
+	if errors.Is(err, ErrStoreLink) {
+		return true // a store, refused by OpenStore with the link's name
+	}
 	return err == nil && bytes.HasPrefix(b, []byte("ds-store "))
 }
 
@@ -195,11 +237,13 @@ func CreateStore(dir string) (*Store, error) {
 
 // OpenStore opens the store dir. It returns an error wrapping
 // [ErrNotStore] if dir is not a store, and one wrapping [ErrStoreFormat]
-// for a store of a layout version it does not know. It makes the store's
-// subdirectories that are missing, and, if no other process is changing
-// the store, removes what STORE/tmp holds (temporary files of a process
-// that died); a store on a read-only file system opens for reading.
-// Close releases it.
+// for a store of a layout version it does not know, and one wrapping
+// [ErrStoreLink] for a store whose top-level entries (streams, consumers,
+// tmp, lock) include a symbolic link. It makes the store's subdirectories
+// that are missing; a store on a read-only file system opens for reading.
+// Opening deletes nothing: the temporary files of a process that died are
+// removed by the first change this Store makes (see lock). Close releases
+// it.
 func OpenStore(dir string) (*Store, error) {
 	b, err := storeReadSmall(filepath.Join(dir, storeMarker), 64)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -217,19 +261,24 @@ func OpenStore(dir string) (*Store, error) {
 		return nil, fmt.Errorf("%w: %s: store layout version %q (this ds reads version %d)", ErrStoreFormat, dir, bytes.TrimSpace(rest), StoreVersion)
 	}
 	for _, sub := range []string{storeStreams, storeConsumers, storeTmp} {
-		os.Mkdir(filepath.Join(dir, sub), 0o755) // best effort: read-only stores open too
+		p := filepath.Join(dir, sub)
+		err := storeCheckReal(p, true)
+		if errors.Is(err, fs.ErrNotExist) {
+			os.Mkdir(p, 0o755) // best effort: read-only stores open too
+			err = storeCheckReal(p, true)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("segments: open store %s: %w", dir, err)
+		}
 	}
 	s := &Store{dir: dir}
 	lockPath := filepath.Join(dir, storeLock)
-	if s.lockf, err = os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
-		if s.lockf, err = os.Open(lockPath); err != nil {
-			s.lockf = nil // read-only and no lock file: reading needs none
-		}
+	if err := storeCheckReal(lockPath, false); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("segments: open store %s: %w", dir, err)
 	}
-	if s.lockf != nil {
-		if err := syscall.Flock(int(s.lockf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
-			s.cleanTmp()
-			syscall.Flock(int(s.lockf.Fd()), syscall.LOCK_UN)
+	if s.lockf, err = os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644); err != nil {
+		if s.lockf, err = storeOpen(lockPath); err != nil {
+			s.lockf = nil // read-only and no lock file: reading needs none
 		}
 	}
 	return s, nil
@@ -252,7 +301,9 @@ func (s *Store) Close() error {
 }
 
 // lock takes the store's lock: this Store's mutex, then the exclusive
-// flock of STORE/lock, waiting for other processes.
+// flock of STORE/lock, waiting for other processes. The first lock of a
+// Store removes what STORE/tmp holds: every writer writes there only under
+// the lock, so what it holds then was left by a process that died.
 func (s *Store) lock() error {
 	s.mu.Lock()
 	if s.lockf == nil {
@@ -262,6 +313,10 @@ func (s *Store) lock() error {
 	for {
 		err := syscall.Flock(int(s.lockf.Fd()), syscall.LOCK_EX)
 		if err == nil {
+			if !s.cleaned {
+				s.cleanTmp()
+				s.cleaned = true
+			}
 			return nil
 		}
 		if !errors.Is(err, syscall.EINTR) {
@@ -277,7 +332,10 @@ func (s *Store) unlock() {
 }
 
 // cleanTmp removes what STORE/tmp holds, and the temporary marker files
-// of a CreateStore that died. The caller holds the lock.
+// of a CreateStore that died. The caller holds the lock. A STORE/tmp that
+// is a symbolic link (made after OpenStore checked it) is left alone:
+// os.Remove and os.RemoveAll remove a link, never what it points to, and
+// the entries of a linked tmp are not listed.
 func (s *Store) cleanTmp() {
 	if old, err := filepath.Glob(filepath.Join(s.dir, "."+storeMarker+".tmp*")); err == nil {
 		for _, p := range old {
@@ -285,6 +343,9 @@ func (s *Store) cleanTmp() {
 		}
 	}
 	tmp := filepath.Join(s.dir, storeTmp)
+	if storeCheckReal(tmp, true) != nil {
+		return
+	}
 	entries, err := os.ReadDir(tmp)
 	if err != nil {
 		return
@@ -406,9 +467,17 @@ func storeChunkName(first, last frames.Position, empty bool) (string, error) {
 }
 
 // storeListChunks returns the chunks of the stream directory dir, in name
-// order (FIRST order, end chunks last). Other files are ignored.
+// order (FIRST order, end chunks last). Other files are ignored; a link in
+// it, or a chunks directory that is a link, is an error wrapping
+// [ErrStoreLink].
 func storeListChunks(dir string) ([]storeChunk, error) {
-	entries, err := os.ReadDir(filepath.Join(dir, streamChunks))
+	chunks := filepath.Join(dir, streamChunks)
+	if err := storeCheckReal(chunks, true); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(chunks)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -417,6 +486,9 @@ func storeListChunks(dir string) ([]storeChunk, error) {
 	}
 	var out []storeChunk
 	for _, e := range entries {
+		if e.Type()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%w: %s (ds never follows a link inside a store; remove it or copy what it points to)", ErrStoreLink, filepath.Join(chunks, e.Name()))
+		}
 		if c, ok := parseStoreChunkName(e.Name()); ok && e.Type().IsRegular() {
 			out = append(out, c)
 		}
@@ -496,9 +568,10 @@ func parseStoreHorizon(b []byte) (frames.Position, error) {
 	return frames.Position(h), nil
 }
 
-// storeReadSmall reads a file of at most max bytes.
+// storeReadSmall reads a file of at most max bytes; a symbolic link is an
+// error wrapping [ErrStoreLink].
 func storeReadSmall(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := storeOpen(path)
 	if err != nil {
 		return nil, err
 	}
@@ -549,11 +622,20 @@ func storeReadHorizon(dir string) (frames.Position, error) {
 // storeReadCatalog reads the catalog of the stream directory dir: an empty
 // catalog when it has none.
 func storeReadCatalog(dir string) (*catalogfile.Catalog, error) {
-	c, err := catalogfile.ReadFile(filepath.Join(dir, streamCatalogFile))
+	path := filepath.Join(dir, streamCatalogFile)
+	f, err := storeOpen(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return catalogfile.New(), nil
 	}
-	return c, err
+	if err != nil {
+		return nil, fmt.Errorf("segments: store: %w", err)
+	}
+	defer f.Close()
+	c, err := catalogfile.Read(f, path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, path)
+	}
+	return c, nil
 }
 
 // writeFileAtomic replaces path with data: a temporary file in STORE/tmp,
@@ -610,8 +692,13 @@ type storedStream struct {
 // loadStoredStream reads the stream directory dir. A chunk missing from the
 // index is taken from known (chunks the caller wrote) or else read to
 // count its frames; an index entry whose chunk is gone is dropped. It
-// returns an error wrapping fs.ErrNotExist when dir has no stream.json.
+// returns an error wrapping fs.ErrNotExist when dir (or its stream.json)
+// does not exist, and one wrapping [ErrStoreLink] when dir, its chunks
+// directory or one of its files is a symbolic link.
 func loadStoredStream(dir string, known map[string]storeChunkMeta) (*storedStream, error) {
+	if err := storeCheckReal(dir, true); err != nil {
+		return nil, err
+	}
 	m, err := storeReadMeta(dir)
 	if err != nil {
 		return nil, err
@@ -728,7 +815,7 @@ func storeCountChunk(path string, horizon frames.Position) (n, below uint64, end
 // of a frame valid during the call only). A chunk deleted meanwhile (a
 // trim) reads as empty; damage is skipped.
 func storeReadChunk(path string, fn func(*Entry)) error {
-	f, err := os.Open(path)
+	f, err := storeOpen(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -781,6 +868,9 @@ func (s *Store) storedStreams() ([]*storedStream, error) {
 	}
 	var out []*storedStream
 	for _, e := range entries {
+		if e.Type()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%w: %s (ds never follows a link inside a store; remove it or copy what it points to)", ErrStoreLink, filepath.Join(root, e.Name()))
+		}
 		if !e.IsDir() {
 			continue
 		}
@@ -857,7 +947,11 @@ func (st *storedStream) describe() (StoreStream, error) {
 // not hold. The caller closes the reader.
 func (s *Store) OpenStream(id frames.StreamID) (io.ReadCloser, error) {
 	dir := s.streamDir(id)
-	m, err := storeReadMeta(dir)
+	err := storeCheckReal(dir, true)
+	var m *storeMeta
+	if err == nil {
+		m, err = storeReadMeta(dir)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s (in %s)", ErrNoStream, id, s.dir)
 	}
@@ -928,7 +1022,7 @@ func (r *storeStreamReader) Read(p []byte) (int, error) {
 			if len(r.paths) == 0 {
 				return 0, io.EOF
 			}
-			f, err := os.Open(r.paths[0])
+			f, err := storeOpen(r.paths[0])
 			r.paths = r.paths[1:]
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // deleted by a trim meanwhile

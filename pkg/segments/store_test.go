@@ -895,8 +895,9 @@ func TestStoreCrashLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if entries, _ := os.ReadDir(filepath.Join(s.Dir(), "tmp")); len(entries) != 0 {
-		t.Errorf("tmp/ after open: %v", entries)
+	// Opening deletes nothing (a reader never does); the first change does.
+	if entries, _ := os.ReadDir(filepath.Join(s.Dir(), "tmp")); len(entries) != 1 {
+		t.Errorf("tmp/ after open: %v, want the leftover still there", entries)
 	}
 	ss, err := s.Streams()
 	if err != nil || ss[0].Frames != 12 || ss[0].Chunks != 4 || !ss[0].Ended {
@@ -905,6 +906,9 @@ func TestStoreCrashLeftovers(t *testing.T) {
 	// A duplicate of the unindexed chunk's frames is still a duplicate.
 	if rep := stIngest(t, s, "again", stCapture(t, descS, stChans, stFrames(streamS, 11), false), nil); rep.Duplicates != 1 {
 		t.Errorf("re-ingest: %+v", rep)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(s.Dir(), "tmp")); len(entries) != 0 {
+		t.Errorf("tmp/ after a change: %v", entries)
 	}
 	// A trim that died after its horizon: chunk 0–2 still there.
 	os.WriteFile(filepath.Join(dir, "horizon"), []byte("5\n"), 0o644)

@@ -1,0 +1,185 @@
+package segments
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// outsideDir returns a directory beside the store holding one file,
+// "precious", that no store operation may touch.
+func outsideDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "outside")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "precious"), []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// listNames returns the names in dir, sorted.
+func listNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// replaceWithLink moves path's contents to target (when it exists) and
+// puts a symbolic link to target in its place.
+func replaceWithLink(t *testing.T, path, target string) {
+	t.Helper()
+	if entries, err := os.ReadDir(path); err == nil {
+		for _, e := range entries {
+			if err := os.Rename(filepath.Join(path, e.Name()), filepath.Join(target, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.RemoveAll(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStoreRefusesLinks crafts stores with a symbolic link where ds keeps
+// a directory or a file: every way in refuses the store with an error
+// wrapping ErrStoreLink that names the link, and nothing outside the store
+// is deleted or written.
+func TestStoreRefusesLinks(t *testing.T) {
+	streamDir := func(s *Store) string { return filepath.Join(s.Dir(), "streams", StreamDirName(streamS)) }
+	cases := []struct {
+		name string
+		link func(t *testing.T, s *Store, outside string) string // returns the link's path
+	}{
+		{"tmp", func(t *testing.T, s *Store, outside string) string {
+			p := filepath.Join(s.Dir(), "tmp")
+			replaceWithLink(t, p, outside)
+			return p
+		}},
+		{"streams", func(t *testing.T, s *Store, outside string) string {
+			p := filepath.Join(s.Dir(), "streams")
+			replaceWithLink(t, p, outside)
+			return p
+		}},
+		{"consumers", func(t *testing.T, s *Store, outside string) string {
+			p := filepath.Join(s.Dir(), "consumers")
+			replaceWithLink(t, p, outside)
+			return p
+		}},
+		{"lock", func(t *testing.T, s *Store, outside string) string {
+			p := filepath.Join(s.Dir(), "lock")
+			os.Remove(p)
+			if err := os.Symlink(filepath.Join(outside, "precious"), p); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}},
+		{"stream directory", func(t *testing.T, s *Store, outside string) string {
+			p := streamDir(s)
+			replaceWithLink(t, p, outside)
+			return p
+		}},
+		{"chunks", func(t *testing.T, s *Store, outside string) string {
+			p := filepath.Join(streamDir(s), "chunks")
+			replaceWithLink(t, p, outside)
+			return p
+		}},
+		{"a chunk", func(t *testing.T, s *Store, outside string) string {
+			chunks := filepath.Join(streamDir(s), "chunks")
+			names := listNames(t, chunks)
+			p := filepath.Join(chunks, names[0])
+			if err := os.Rename(p, filepath.Join(outside, names[0])); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(outside, names[0]), p); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}},
+		{"stream.json", func(t *testing.T, s *Store, outside string) string {
+			p := filepath.Join(streamDir(s), "stream.json")
+			if err := os.Rename(p, filepath.Join(outside, "stream.json")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(outside, "stream.json"), p); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := stTrimStore(t)
+			dir := s.Dir()
+			s.Close()
+			outside := outsideDir(t)
+			link := tc.link(t, s, outside)
+			before := listNames(t, outside)
+
+			var errs []error
+			s, err := OpenStore(dir)
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				defer s.Close()
+				_, err := s.Streams()
+				errs = append(errs, err)
+				_, err = s.OpenStream(streamS)
+				errs = append(errs, err)
+				_, err = s.Trim(streamS, 5)
+				errs = append(errs, err)
+				_, err = s.TrimBytes(1)
+				errs = append(errs, err)
+				_, err = s.Ingest(t.Context(), "more", bytes.NewReader(stCapture(t, descS, stChans, stFrames(streamS, 20, 21), true)), IngestOptions{})
+				errs = append(errs, err)
+			}
+			refused := 0
+			for _, err := range errs {
+				if errors.Is(err, ErrStoreLink) {
+					refused++
+					if !strings.Contains(err.Error(), link) {
+						t.Errorf("error does not name the link %s: %v", link, err)
+					}
+				}
+			}
+			if refused == 0 {
+				t.Errorf("no call refused the link %s: %v", link, errs)
+			}
+			if after := listNames(t, outside); !slices.Equal(before, after) {
+				t.Errorf("outside the store: %v, then %v", before, after)
+			}
+			if b, err := os.ReadFile(filepath.Join(outside, "precious")); err != nil || string(b) != "keep me\n" {
+				t.Errorf("precious: %q %v", b, err)
+			}
+		})
+	}
+}
+
+// TestStoreLinkAfterOpen makes STORE/tmp a link after the store was
+// opened (and checked): the first change, which empties tmp, removes
+// nothing outside.
+func TestStoreLinkAfterOpen(t *testing.T) {
+	s := stNewStore(t)
+	outside := outsideDir(t)
+	replaceWithLink(t, filepath.Join(s.Dir(), "tmp"), outside)
+	s.Ingest(t.Context(), "in", bytes.NewReader(stCapture(t, descS, stChans, stFrames(streamS, 0, 1), true)), IngestOptions{})
+	if got := listNames(t, outside); !slices.Equal(got, []string{"precious"}) {
+		t.Errorf("outside the store after an ingest: %v", got)
+	}
+}
