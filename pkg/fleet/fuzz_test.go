@@ -19,6 +19,7 @@ func FuzzParseTarget(f *testing.F) {
 		"nats://127.0.0.1:4222/ds", "nats://h", "tls://h:4443/fleet.ci", "nats://h1,h2:5222,[::1]/x",
 		"nats://alice:s3cret@h/ds", "nats://tok@h", "nats://u:p@ss@h/ds", "nats://u:ab/cd@h/ds",
 		"nats://h/a*b", "nats://h/a..b", "nats://::1", "nats://h:0", "nats://h1,,h2", "h:4222", "nats://u:%zz@h",
+		"nats://0]0", "nats://[fe80::1%eth0]:4222/ds", "nats://a b", "nats://h%x",
 	} {
 		f.Add(s, "Sup3r/S3cret:@")
 	}

@@ -98,6 +98,9 @@ func ParseTarget(s string) (Target, error) {
 		if host == "" {
 			return Target{}, fmt.Errorf("%s: empty host in %q", Redact(s), h)
 		}
+		if !validHost(host) {
+			return Target{}, fmt.Errorf("%s: bad host in %q (want a name of letters, digits, \"-\", \".\" and \"_\", or an IP address)", Redact(s), h)
+		}
 		hp := net.JoinHostPort(host, port)
 		t.Servers = append(t.Servers, scheme+"://"+hp)
 		shown = append(shown, hp)
@@ -114,6 +117,28 @@ func ParseTarget(s string) (Target, error) {
 	t.Prefix = path
 	t.Display = scheme + "://" + strings.Join(shown, ",") + "/" + path
 	return t, nil
+}
+
+// validHost accepts a host name (letters, digits, "-", ".", "_"), an IPv4
+// address or an IPv6 address (with an optional "%zone"): the hosts whose
+// net.JoinHostPort form parses back to the same host, so that a Target's
+// Display is itself a URL that ParseTarget accepts.
+func validHost(host string) bool {
+	addr, zone, hasZone := strings.Cut(host, "%")
+	if ip := net.ParseIP(addr); ip != nil {
+		return !hasZone || (strings.Contains(addr, ":") && zone != "" && hostChars(zone))
+	}
+	return !hasZone && hostChars(host)
+}
+
+func hostChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // checkPrefix accepts dot-separated tokens of printable ASCII other than
