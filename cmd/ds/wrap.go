@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/ds-telemetry/ds/pkg/capture"
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/hostprobe"
 	"github.com/ds-telemetry/ds/pkg/proc"
@@ -220,22 +221,22 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 	} else {
 		hostDone <- nil
 	}
-	var producer proc.Producer = cap.endpoint.Producer()
+	var producer proc.Producer = cap.Endpoint().Producer()
 	if opts.Backpressure {
-		producer = waitingProducer{cap.endpoint.Producer(), cap.stop}
+		producer = waitingProducer{cap.Endpoint().Producer(), cap.Finishing()}
 	}
 	popts := proc.Options{
 		Argv: argv, Label: label, Stdin: c.Root().Reader, Producer: producer,
-		PTY: c.Bool("pty"), Grace: c.Duration("grace"), Alloc: allocPayload,
+		PTY: c.Bool("pty"), Grace: c.Duration("grace"), Alloc: capture.AllocPayload,
 	}
 	if !c.Bool("quiet") {
 		popts.Stderr = c.Root().ErrWriter
-		if !cap.toStdout {
+		if !cap.ToStdout() {
 			popts.Stdout = stdout
 		}
 	}
-	if cap.toStdout {
-		popts.StdoutGone = cap.gone.Load
+	if cap.ToStdout() {
+		popts.StdoutGone = cap.StdoutGone
 	}
 	sigs := make(chan os.Signal, 8)
 	// SIGPIPE is caught too (proc does not forward it): a reader of ds's
@@ -247,13 +248,13 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 	res, runErr := proc.Run(ctx, popts)
 	stopHost()
 	<-hostDone
-	cerr := cap.finish()
-	cap.warnLoss(c.Root().ErrWriter, opts.Backpressure)
+	cerr := cap.Finish()
+	cap.WarnLoss(c.Root().ErrWriter, opts.Backpressure)
 	warnPassThrough(c.Root().ErrWriter, res)
-	if cerr != nil && !(cap.toStdout && errors.Is(cerr, syscall.EPIPE)) {
+	if cerr != nil && !(cap.ToStdout() && errors.Is(cerr, syscall.EPIPE)) {
 		// (-o - into a pipe whose reader went away is cmd | head: the
 		// command's status, nothing said.)
-		return fmt.Errorf("capture %s: %w (the command exited with status %d)", cap.name, cerr, res.ExitCode)
+		return fmt.Errorf("capture %s: %w (the command exited with status %d)", cap.Name(), cerr, res.ExitCode)
 	}
 	var se *proc.StartError
 	if runErr != nil && !errors.As(runErr, &se) {

@@ -1,4 +1,4 @@
-package main
+package capture
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
 // Kick drains the capture at once: a record submitted and kicked reaches
@@ -21,13 +22,13 @@ func TestCaptureKick(t *testing.T) {
 	}
 	defer r.Close()
 	var ch frames.ChannelID
-	opts := captureOptions{Output: "-", Node: "n", Life: 1, Label: "kick", Origin: "RemoteNode", Compress: "none",
+	opts := Options{Output: "-", Stream: frames.StreamID{Node: "n", Life: 1}, Label: "kick", Compression: segments.CompressNone,
 		Flush: time.Hour, Poll: time.Hour, Queue: 64,
 		Setup: func(e *frames.Endpoint) (err error) {
 			ch, err = e.RegisterChannel("app.x", frames.TextStream())
 			return err
 		}}
-	c, err := startCapture(opts, w, io.Discard)
+	c, err := Start(opts, w, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestCaptureKick(t *testing.T) {
 		}
 		got <- buf.Bytes()
 	}()
-	c.endpoint.Producer().SubmitText(ch, "kicked\n")
+	c.Endpoint().Producer().SubmitText(ch, "kicked\n")
 	c.Kick()
 	select {
 	case b := <-got:
@@ -54,7 +55,7 @@ func TestCaptureKick(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("a kicked record did not reach the pipe")
 	}
-	if err := c.finish(); err != nil {
+	if err := c.Finish(); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
