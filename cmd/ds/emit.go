@@ -252,6 +252,39 @@ func runEmit(opts emitOptions, stdin io.Reader, stdout, stderr io.Writer, sigs <
 		defer t.Stop()
 		tick = t.C
 	}
+	readErr := waitEmit(e, readDone, tick, sigs, cap.Failed(), interrupt, quit)
+	e.Stop() // the partial line, if any
+	cerr := cap.Finish()
+	if errors.Is(readErr, io.EOF) {
+		readErr = nil
+	}
+	var errs []error
+	if cerr != nil && !(cap.ToStdout() && errors.Is(cerr, syscall.EPIPE)) {
+		errs = append(errs, fmt.Errorf("capture %s: %w; stdin was not recorded from then on", cap.Name(), cerr))
+	}
+	if readErr != nil {
+		errs = append(errs, fmt.Errorf("stdin: read: %w", readErr))
+	}
+	if r := e.Refused(); r > 0 {
+		errs = append(errs, fmt.Errorf("emit: %d of %d lines refused (not recorded; see above); the other lines are in %s", r, e.Lines(), cap.Name()))
+	}
+	if lost > 0 {
+		errs = append(errs, fmt.Errorf("emit: %s (%d bytes) read from stdin could not be recorded: the stream ended while they waited for room in the queue", lossCount(uint64(lost), "frame"), lostBytes))
+	}
+	if queue, written := cap.Dropped(); queue+written > 0 {
+		errs = append(errs, fmt.Errorf("emit: the capture %s dropped %d frames at the queue and %d at the writer; ds log shows where", cap.Name(), queue, written))
+	}
+	return errors.Join(errs...)
+}
+
+// waitEmit waits for the reader of stdin (readDone) to end, a stop
+// signal on sigs (SIGPIPE aside) or failed to close, flushing idle partial
+// lines at every tick meanwhile. Then, when the reader is still reading,
+// it interrupts the read and waits for the reader to record what it has
+// read (a second stop signal closes quit: give up waiting for room in the
+// queue); where a read cannot be interrupted (a terminal) it is
+// abandoned. It returns the reader's error (nil for an interrupted read).
+func waitEmit(e *capture.Emitter, readDone <-chan error, tick <-chan time.Time, sigs <-chan os.Signal, failed <-chan struct{}, interrupt func() bool, quit chan struct{}) error {
 	var readErr error
 	reading := true
 wait:
@@ -266,7 +299,7 @@ wait:
 			if sig != syscall.SIGPIPE {
 				break wait
 			}
-		case <-cap.Failed():
+		case <-failed:
 			break wait
 		}
 	}
@@ -291,28 +324,7 @@ wait:
 			readErr = nil
 		}
 	}
-	e.Stop() // the partial line, if any
-	cerr := cap.Finish()
-	if errors.Is(readErr, io.EOF) {
-		readErr = nil
-	}
-	var errs []error
-	if cerr != nil && !(cap.ToStdout() && errors.Is(cerr, syscall.EPIPE)) {
-		errs = append(errs, fmt.Errorf("capture %s: %w; stdin was not recorded from then on", cap.Name(), cerr))
-	}
-	if readErr != nil {
-		errs = append(errs, fmt.Errorf("stdin: read: %w", readErr))
-	}
-	if r := e.Refused(); r > 0 {
-		errs = append(errs, fmt.Errorf("emit: %d of %d lines refused (not recorded; see above); the other lines are in %s", r, e.Lines(), cap.Name()))
-	}
-	if lost > 0 {
-		errs = append(errs, fmt.Errorf("emit: %s (%d bytes) read from stdin could not be recorded: the stream ended while they waited for room in the queue", lossCount(uint64(lost), "frame"), lostBytes))
-	}
-	if queue, written := cap.Dropped(); queue+written > 0 {
-		errs = append(errs, fmt.Errorf("emit: the capture %s dropped %d frames at the queue and %d at the writer; ds log shows where", cap.Name(), queue, written))
-	}
-	return errors.Join(errs...)
+	return readErr
 }
 
 func closeOnce(c chan struct{}) {

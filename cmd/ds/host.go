@@ -223,6 +223,14 @@ func hostAction(ctx context.Context, c *cli.Command) error {
 	if n := sampler.Dropped(); n > 0 {
 		fmt.Fprintf(stderr, "ds: warning: %d host records were dropped: the capture %s could not keep up (ds log shows where)\n", n, cap.Name())
 	}
+	return hostResult(cap, cerr, runErr, stats, stderr)
+}
+
+// hostResult returns ds host's error from the capture's (cerr) and the
+// sampler's (runErr) and the sampler's stats: every error but the last is
+// printed on stderr, a line of its own, "ds: " first, as the last one
+// (returned) is printed.
+func hostResult(cap *capture.Capture, cerr, runErr error, stats []hostprobe.ChannelStats, stderr io.Writer) error {
 	var errs []error
 	switch {
 	case cerr != nil && cap.ToStdout() && errors.Is(cerr, syscall.EPIPE):
@@ -241,8 +249,6 @@ func hostAction(ctx context.Context, c *cli.Command) error {
 			errs = append(errs, fmt.Errorf("host: %s: every sample failed (%d; the error records say why)", st.Channel, st.Records))
 		}
 	}
-	// Each error is a line of its own, "ds: " first, as the last one
-	// (returned) is printed.
 	for _, e := range errs[:max(len(errs)-1, 0)] {
 		fmt.Fprintf(stderr, "ds: %v\n", e)
 	}
