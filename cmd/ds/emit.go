@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 	"unicode"
@@ -18,26 +15,10 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/ds-telemetry/ds/pkg/capture"
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/proc"
-	"github.com/ds-telemetry/ds/pkg/wireformat"
 )
-
-// Frame size limits of ds emit, in bytes.
-const (
-	// emitMaxFrame is the largest text or bytes frame, and the size of one
-	// read of stdin: ds wrap's (proc.DefaultMaxFrameSize, 256 KiB).
-	emitMaxFrame = proc.DefaultMaxFrameSize
-	// emitMaxRecord is the largest JSON line, without its newline: the
-	// largest frame payload the format holds (wireformat.MaxPayloadSize,
-	// 1 MiB). A record cannot be cut, so a longer line is refused.
-	emitMaxRecord = wireformat.MaxPayloadSize
-)
-
-// emitIdleFlush is how long a partial text line (bytes after the last
-// newline) waits for its newline before it is submitted as a frame of its
-// own: ds wrap's proc.DefaultIdleFlush.
-const emitIdleFlush = proc.DefaultIdleFlush
 
 // emitStopSignals end ds emit cleanly.
 var emitStopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
@@ -128,7 +109,7 @@ channel name, flags).`,
 // and where the capture goes.
 type emitOptions struct {
 	Channel string
-	Mode    emitMode
+	Mode    capture.Content
 	Schema  string // JSON schema name; "" for none
 	Capture captureOptions
 }
@@ -146,7 +127,7 @@ func emitAction(ctx context.Context, c *cli.Command) error {
 	if opts.Mode, err = parseEmitMode(c.String("content")); err != nil {
 		return err
 	}
-	if opts.Schema != "" && opts.Mode != emitJSON {
+	if opts.Schema != "" && opts.Mode != capture.ContentJSON {
 		return usagef("emit: --schema applies to --content json only")
 	}
 	if err := checkChannelName(opts.Channel); err != nil {
@@ -166,14 +147,14 @@ func emitAction(ctx context.Context, c *cli.Command) error {
 }
 
 // parseEmitMode reads --content.
-func parseEmitMode(s string) (emitMode, error) {
+func parseEmitMode(s string) (capture.Content, error) {
 	switch s {
 	case "text":
-		return emitText, nil
+		return capture.ContentText, nil
 	case "json":
-		return emitJSON, nil
+		return capture.ContentJSON, nil
 	case "bytes":
-		return emitBytes, nil
+		return capture.ContentBytes, nil
 	}
 	return 0, usagef("emit: --content %q: want text, json or bytes", s)
 }
@@ -229,9 +210,9 @@ func emitLabel(given string, set bool, channel string, stderr io.Writer) (string
 func runEmit(opts emitOptions, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) error {
 	content := frames.TextStream()
 	switch opts.Mode {
-	case emitJSON:
+	case capture.ContentJSON:
 		content = frames.JSONRecord(opts.Schema)
-	case emitBytes:
+	case capture.ContentBytes:
 		content = frames.Bytes()
 	}
 	var ch frames.ChannelID
@@ -247,28 +228,63 @@ func runEmit(opts emitOptions, stdin io.Reader, stdout, stderr io.Writer, sigs <
 	in, interrupt, release := interruptible(stdin)
 	defer release()
 	quit := make(chan struct{}) // closed on a second stop signal
-	e := &emitter{fr: lineFramer{mode: opts.Mode}}
 	var lost, lostBytes int
-	producer := cap.endpoint.Producer()
-	e.fr.submit = func(payload []byte) {
-		n := len(payload)
-		if !producer.SubmitWait(ch, payload, quit) {
-			lost++
-			lostBytes += n
-		}
-	}
-	e.fr.refuse = func(line uint64, err error) {
-		fmt.Fprintf(stderr, "ds: stdin:%d: %v\n", line, err)
-	}
+	producer := cap.Endpoint().Producer()
+	e := capture.NewEmitter(&capture.LineFramer{
+		Mode: opts.Mode,
+		Submit: func(payload []byte) {
+			n := len(payload)
+			if !producer.SubmitWait(ch, payload, quit) {
+				lost++
+				lostBytes += n
+			}
+		},
+		Refuse: func(line uint64, err error) {
+			fmt.Fprintf(stderr, "ds: stdin:%d: %v\n", line, err)
+		},
+	})
 	readDone := make(chan error, 1)
-	go e.read(in, readDone)
+	go e.Read(in, readDone)
 
 	var tick <-chan time.Time
-	if opts.Mode == emitText {
-		t := time.NewTicker(emitIdleFlush / 2)
+	if opts.Mode == capture.ContentText {
+		t := time.NewTicker(capture.IdleFlush / 2)
 		defer t.Stop()
 		tick = t.C
 	}
+	readErr := waitEmit(e, readDone, tick, sigs, cap.Failed(), interrupt, quit)
+	e.Stop() // the partial line, if any
+	cerr := cap.Finish()
+	if errors.Is(readErr, io.EOF) {
+		readErr = nil
+	}
+	var errs []error
+	if cerr != nil && !(cap.ToStdout() && errors.Is(cerr, syscall.EPIPE)) {
+		errs = append(errs, fmt.Errorf("capture %s: %w; stdin was not recorded from then on", cap.Name(), cerr))
+	}
+	if readErr != nil {
+		errs = append(errs, fmt.Errorf("stdin: read: %w", readErr))
+	}
+	if r := e.Refused(); r > 0 {
+		errs = append(errs, fmt.Errorf("emit: %d of %d lines refused (not recorded; see above); the other lines are in %s", r, e.Lines(), cap.Name()))
+	}
+	if lost > 0 {
+		errs = append(errs, fmt.Errorf("emit: %s (%d bytes) read from stdin could not be recorded: the stream ended while they waited for room in the queue", lossCount(uint64(lost), "frame"), lostBytes))
+	}
+	if queue, written := cap.Dropped(); queue+written > 0 {
+		errs = append(errs, fmt.Errorf("emit: the capture %s dropped %d frames at the queue and %d at the writer; ds log shows where", cap.Name(), queue, written))
+	}
+	return errors.Join(errs...)
+}
+
+// waitEmit waits for the reader of stdin (readDone) to end, a stop
+// signal on sigs (SIGPIPE aside) or failed to close, flushing idle partial
+// lines at every tick meanwhile. Then, when the reader is still reading,
+// it interrupts the read and waits for the reader to record what it has
+// read (a second stop signal closes quit: give up waiting for room in the
+// queue); where a read cannot be interrupted (a terminal) it is
+// abandoned. It returns the reader's error (nil for an interrupted read).
+func waitEmit(e *capture.Emitter, readDone <-chan error, tick <-chan time.Time, sigs <-chan os.Signal, failed <-chan struct{}, interrupt func() bool, quit chan struct{}) error {
 	var readErr error
 	reading := true
 wait:
@@ -278,12 +294,12 @@ wait:
 			reading = false
 			break wait
 		case now := <-tick:
-			e.idle(now)
+			e.Idle(now)
 		case sig := <-sigs:
 			if sig != syscall.SIGPIPE {
 				break wait
 			}
-		case <-cap.failed:
+		case <-failed:
 			break wait
 		}
 	}
@@ -308,28 +324,7 @@ wait:
 			readErr = nil
 		}
 	}
-	e.stop() // the partial line, if any
-	cerr := cap.finish()
-	if errors.Is(readErr, io.EOF) {
-		readErr = nil
-	}
-	var errs []error
-	if cerr != nil && !(cap.toStdout && errors.Is(cerr, syscall.EPIPE)) {
-		errs = append(errs, fmt.Errorf("capture %s: %w; stdin was not recorded from then on", cap.name, cerr))
-	}
-	if readErr != nil {
-		errs = append(errs, fmt.Errorf("stdin: read: %w", readErr))
-	}
-	if r := e.fr.refused; r > 0 {
-		errs = append(errs, fmt.Errorf("emit: %d of %d lines refused (not recorded; see above); the other lines are in %s", r, e.fr.lines(), cap.name))
-	}
-	if lost > 0 {
-		errs = append(errs, fmt.Errorf("emit: %s (%d bytes) read from stdin could not be recorded: the stream ended while they waited for room in the queue", lossCount(uint64(lost), "frame"), lostBytes))
-	}
-	if h, written := cap.endpoint.Health(), cap.sub.Dropped(); h.MuxDropped+written > 0 {
-		errs = append(errs, fmt.Errorf("emit: the capture %s dropped %d frames at the queue and %d at the writer; ds log shows where", cap.name, h.MuxDropped, written))
-	}
-	return errors.Join(errs...)
+	return readErr
 }
 
 func closeOnce(c chan struct{}) {
@@ -377,217 +372,4 @@ func interruptible(r io.Reader) (in io.Reader, interrupt func() bool, release fu
 		_ = syscall.SetNonblock(fd, false)
 		nf.Close()
 	}
-}
-
-// emitter guards a lineFramer shared by the goroutine that reads stdin and
-// the one that flushes idle partial lines and ends the stream.
-type emitter struct {
-	mu      sync.Mutex
-	fr      lineFramer
-	stopped bool // after stop: a read still in progress is not recorded
-}
-
-// read reads r into the framer until an error (io.EOF at the end, or
-// os.ErrDeadlineExceeded when interrupted), which it sends on done.
-func (e *emitter) read(r io.Reader, done chan<- error) {
-	buf := make([]byte, emitMaxFrame)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			e.mu.Lock()
-			if e.stopped {
-				e.mu.Unlock()
-				done <- err
-				return
-			}
-			e.fr.write(buf[:n], time.Now())
-			e.mu.Unlock()
-		}
-		if err != nil {
-			done <- err
-			return
-		}
-	}
-}
-
-// idle submits a partial text line that has waited emitIdleFlush. When
-// the reader holds the framer (it may be waiting for room in the queue),
-// idle does nothing: the main loop must stay free to take signals and a
-// failed capture, and the line's next tick comes soon.
-func (e *emitter) idle(now time.Time) {
-	if !e.mu.TryLock() {
-		return
-	}
-	defer e.mu.Unlock()
-	if !e.stopped {
-		e.fr.idle(now)
-	}
-}
-
-// stop ends the input: the partial line, if any, is submitted (text) or
-// checked and submitted (json), and nothing read later is recorded.
-func (e *emitter) stop() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.stopped {
-		e.stopped = true
-		e.fr.end()
-	}
-}
-
-// emitMode is how ds emit cuts stdin into frames (--content).
-type emitMode int
-
-const (
-	emitText  emitMode = iota // a frame per line, newline kept
-	emitJSON                  // a record per line, validated
-	emitBytes                 // a frame per read
-)
-
-// lineFramer cuts a byte stream into frames as described for ds emit. It
-// hands each frame to submit in a buffer of its own (from allocPayload;
-// submit takes ownership) and each refused JSON line, numbered from 1, to
-// refuse. It is not safe for concurrent use.
-type lineFramer struct {
-	mode   emitMode
-	submit func(payload []byte)
-	refuse func(line uint64, err error)
-
-	pending  []byte    // text: a partial line; json: the current line so far
-	since    time.Time // text: when pending became non-empty
-	line     uint64    // json: lines completed so far
-	skipping bool      // json: the current line is too long; skip to its end
-	refused  uint64    // json: lines refused
-}
-
-// write frames p, read at now.
-func (f *lineFramer) write(p []byte, now time.Time) {
-	switch f.mode {
-	case emitBytes:
-		for len(p) > 0 {
-			n := min(len(p), emitMaxFrame)
-			f.submitCopy(p[:n])
-			p = p[n:]
-		}
-	case emitText:
-		f.writeText(p, now)
-	case emitJSON:
-		f.writeJSON(p)
-	}
-}
-
-func (f *lineFramer) writeText(p []byte, now time.Time) {
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		n := len(p)
-		if i >= 0 {
-			n = i + 1
-		}
-		if room := emitMaxFrame - len(f.pending); n > room {
-			// A line longer than a frame: cut at emitMaxFrame.
-			f.pending = append(f.pending, p[:room]...)
-			p = p[room:]
-			f.flushPending()
-			continue
-		}
-		switch {
-		case i < 0:
-			if len(f.pending) == 0 {
-				f.since = now
-			}
-			f.pending = append(f.pending, p...)
-		case len(f.pending) == 0:
-			f.submitCopy(p[:n])
-		default:
-			f.pending = append(f.pending, p[:n]...)
-			f.flushPending()
-		}
-		p = p[n:]
-	}
-}
-
-func (f *lineFramer) writeJSON(p []byte) {
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		part := p
-		if i >= 0 {
-			part = p[:i]
-		}
-		switch {
-		case f.skipping:
-		case len(f.pending)+len(part) > emitMaxRecord:
-			f.skipping = true
-			f.pending = f.pending[:0]
-		default:
-			f.pending = append(f.pending, part...)
-		}
-		if i < 0 {
-			return
-		}
-		f.endLine()
-		p = p[i+1:]
-	}
-}
-
-// endLine ends the current JSON line: it is submitted when it holds one
-// JSON value, skipped when blank, refused otherwise.
-func (f *lineFramer) endLine() {
-	f.line++
-	rec := bytes.TrimSuffix(f.pending, []byte("\r"))
-	f.pending = f.pending[:0]
-	switch {
-	case f.skipping:
-		f.skipping = false
-		f.refused++
-		f.refuse(f.line, fmt.Errorf("record longer than %d bytes (1 MiB), not recorded", emitMaxRecord))
-	case len(bytes.TrimSpace(rec)) == 0:
-		// a blank line: skipped silently
-	case json.Valid(rec):
-		f.submitCopy(rec)
-	default:
-		f.refused++
-		f.refuse(f.line, fmt.Errorf("invalid JSON: %v", jsonError(rec)))
-	}
-}
-
-// jsonError explains why b is not one JSON value.
-func jsonError(b []byte) error {
-	var v json.RawMessage
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	return errors.New("not one JSON value")
-}
-
-// lines returns how many JSON lines were read (blank lines included).
-func (f *lineFramer) lines() uint64 { return f.line }
-
-// idle submits a partial text line that has waited emitIdleFlush.
-func (f *lineFramer) idle(now time.Time) {
-	if f.mode == emitText && len(f.pending) > 0 && now.Sub(f.since) >= emitIdleFlush {
-		f.flushPending()
-	}
-}
-
-// end submits what is left at the end of the input: a partial text line,
-// or a last JSON line without its newline.
-func (f *lineFramer) end() {
-	switch {
-	case f.mode == emitText && len(f.pending) > 0:
-		f.flushPending()
-	case f.mode == emitJSON && (len(f.pending) > 0 || f.skipping):
-		f.endLine()
-	}
-}
-
-func (f *lineFramer) flushPending() {
-	f.submitCopy(f.pending)
-	f.pending = f.pending[:0]
-}
-
-// submitCopy submits a copy of b in a pooled buffer: the capture hands
-// every payload back to the pool once written (releasePayload), so no
-// payload may share memory with anything else.
-func (f *lineFramer) submitCopy(b []byte) {
-	f.submit(append(allocPayload(len(b)), b...))
 }

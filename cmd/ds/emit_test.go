@@ -2,12 +2,11 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,159 +15,6 @@ import (
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
 )
-
-// framed runs a lineFramer of mode over the chunks and returns the
-// payloads it submitted and the lines it refused ("LINE: error").
-func framed(mode emitMode, chunks ...string) (payloads, refused []string) {
-	f := lineFramer{
-		mode:   mode,
-		submit: func(p []byte) { payloads = append(payloads, string(p)) },
-		refuse: func(line uint64, err error) { refused = append(refused, fmt.Sprintf("%d: %v", line, err)) },
-	}
-	now := time.Now()
-	for _, c := range chunks {
-		f.write([]byte(c), now)
-	}
-	f.end()
-	return payloads, refused
-}
-
-func TestEmitFramer(t *testing.T) {
-	long := strings.Repeat("x", emitMaxFrame)
-	tests := []struct {
-		name    string
-		mode    emitMode
-		chunks  []string
-		want    []string
-		refused []string
-	}{
-		{"text lines", emitText, []string{"a\nbb\n\nccc"}, []string{"a\n", "bb\n", "\n", "ccc"}, nil},
-		{"text split reads", emitText, []string{"ab", "c\nd", "e\n"}, []string{"abc\n", "de\n"}, nil},
-		{"text CRLF and NUL kept", emitText, []string{"a\r\nb\x00\xff\n"}, []string{"a\r\n", "b\x00\xff\n"}, nil},
-		{"text line of exactly a frame", emitText, []string{long[:emitMaxFrame-1] + "\n"}, []string{long[:emitMaxFrame-1] + "\n"}, nil},
-		{"text long line cut", emitText, []string{long, "yz\n"}, []string{long, "yz\n"}, nil},
-		{"text long line cut mid-read", emitText, []string{"ab", long + "\n"}, []string{"ab" + long[:emitMaxFrame-2], "xx\n"}, nil},
-		{"text empty", emitText, nil, nil, nil},
-		{"bytes", emitBytes, []string{"a\nb", "c"}, []string{"a\nb", "c"}, nil},
-		{"bytes cut at a frame", emitBytes, []string{long + "q"}, []string{long, "q"}, nil},
-		{"json", emitJSON, []string{`{"a":1}` + "\n" + `[2]`}, []string{`{"a":1}`, `[2]`}, nil},
-		{"json split reads and CRLF", emitJSON, []string{`{"a":`, "1}\r", "\n 3 \n"}, []string{`{"a":1}`, ` 3 `}, nil},
-		{"json blank lines skipped", emitJSON, []string{"\n  \n\t\r\n{}\n\n"}, []string{`{}`}, nil},
-		{"json invalid line refused", emitJSON, []string{"1\n{x\n2\n"}, []string{"1", "2"},
-			[]string{"2: invalid JSON: invalid character 'x' looking for beginning of object key string"}},
-		{"json two values refused", emitJSON, []string{"1 2\n3"}, []string{"3"},
-			[]string{"1: invalid JSON: invalid character '2' after top-level value"}},
-		{"json cut last line refused", emitJSON, []string{"1\n{\"a\":"}, []string{"1"},
-			[]string{"2: invalid JSON: unexpected end of JSON input"}},
-		{"json too long refused", emitJSON, []string{"1\n\"", strings.Repeat("y", emitMaxRecord), "\"\n4\n"}, []string{"1", "4"},
-			[]string{"2: record longer than 1048576 bytes (1 MiB), not recorded"}},
-		{"json too long last line", emitJSON, []string{"\"" + strings.Repeat("y", emitMaxRecord)}, nil,
-			[]string{"1: record longer than 1048576 bytes (1 MiB), not recorded"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, refused := framed(tt.mode, tt.chunks...)
-			if !equalStrings(got, tt.want) {
-				t.Errorf("payloads %q, want %q", abbrev(got), abbrev(tt.want))
-			}
-			if !equalStrings(refused, tt.refused) {
-				t.Errorf("refused %q, want %q", refused, tt.refused)
-			}
-		})
-	}
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// abbrev shortens long payloads for messages.
-func abbrev(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		if len(s) > 40 {
-			s = fmt.Sprintf("%s…(%d bytes)…%s", s[:10], len(s), s[len(s)-10:])
-		}
-		out[i] = s
-	}
-	return out
-}
-
-// TestEmitIdleFlush: a partial text line goes out once it has waited
-// emitIdleFlush, not before; its rest follows as a frame of its own.
-func TestEmitIdleFlush(t *testing.T) {
-	var got []string
-	f := lineFramer{mode: emitText, submit: func(p []byte) { got = append(got, string(p)) }}
-	t0 := time.Now()
-	f.write([]byte("prompt> "), t0)
-	f.idle(t0.Add(emitIdleFlush - time.Millisecond))
-	if len(got) != 0 {
-		t.Fatalf("flushed early: %q", got)
-	}
-	f.write([]byte("more"), t0.Add(emitIdleFlush-time.Millisecond))
-	f.idle(t0.Add(emitIdleFlush))
-	f.write([]byte("rest\n"), t0.Add(2*emitIdleFlush))
-	f.idle(t0.Add(4 * emitIdleFlush))
-	if want := []string{"prompt> more", "rest\n"}; !equalStrings(got, want) {
-		t.Fatalf("got %q, want %q", got, want)
-	}
-}
-
-// FuzzEmitFramer: any input, cut into reads anywhere, gives text and bytes
-// frames that concatenate to the input, none larger than a frame, and
-// JSON frames that are each one valid JSON value, never blank; nothing
-// panics.
-func FuzzEmitFramer(f *testing.F) {
-	f.Add([]byte("a\nb\n\nc"), uint8(1))
-	f.Add([]byte("{\"a\":1}\r\n[1,2]\n{bad\n 3 \n"), uint8(3))
-	f.Add([]byte("\x00\xff\r\n\n"), uint8(0))
-	f.Fuzz(func(t *testing.T, in []byte, cut uint8) {
-		chunks := splitEvery(string(in), int(cut)+1)
-		for _, mode := range []emitMode{emitText, emitBytes} {
-			got, refused := framed(mode, chunks...)
-			if len(refused) > 0 {
-				t.Fatalf("mode %d refused %q", mode, refused)
-			}
-			if strings.Join(got, "") != string(in) {
-				t.Fatalf("mode %d: frames %q do not make the input %q", mode, got, in)
-			}
-			for _, p := range got {
-				if len(p) == 0 || len(p) > emitMaxFrame {
-					t.Fatalf("mode %d: frame of %d bytes", mode, len(p))
-				}
-				if mode == emitText && strings.Contains(strings.TrimSuffix(p, "\n"), "\n") {
-					t.Fatalf("text frame %q holds more than one line", p)
-				}
-			}
-		}
-		got, refused := framed(emitJSON, chunks...)
-		for _, p := range got {
-			if !json.Valid([]byte(p)) || strings.TrimSpace(p) == "" || strings.Contains(p, "\n") {
-				t.Fatalf("json frame %q", p)
-			}
-		}
-		if lines := strings.Count(string(in), "\n") + 1; len(got)+len(refused) > lines {
-			t.Fatalf("%d records and %d refusals from %d lines", len(got), len(refused), lines)
-		}
-	})
-}
-
-func splitEvery(s string, n int) []string {
-	var out []string
-	for len(s) > n {
-		out = append(out, s[:n])
-		s = s[n:]
-	}
-	return append(out, s)
-}
 
 // readCapture returns the payloads of channel name in a capture, in
 // position order, and whether the stream ended (StreamEnded).
@@ -271,7 +117,7 @@ func TestEmitSignal(t *testing.T) {
 			io.WriteString(stdin, "one\ntwo\n")
 			waitForFrames(t, capture, "sys.journal", 2)
 			io.WriteString(stdin, "three\npartial")
-			waitForFrames(t, capture, "sys.journal", 4) // the partial line after emitIdleFlush
+			waitForFrames(t, capture, "sys.journal", 4) // the partial line after capture.IdleFlush (50 ms)
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -295,7 +141,7 @@ func TestEmitSignal(t *testing.T) {
 			}
 			defer f.Close()
 			got, ended, health := readCapture(t, f, "sys.journal")
-			if want := []string{"one\n", "two\n", "three\n", "partial"}; !equalStrings(got, want) {
+			if want := []string{"one\n", "two\n", "three\n", "partial"}; !slices.Equal(got, want) {
 				t.Errorf("frames %q, want %q", got, want)
 			}
 			if !ended {
@@ -336,7 +182,7 @@ func TestEmitStopSignalWhileReading(t *testing.T) {
 	}
 	defer f.Close()
 	got, ended, _ := readCapture(t, f, "q")
-	if want := []string{"a\n", "b"}; !equalStrings(got, want) || !ended {
+	if want := []string{"a\n", "b"}; !slices.Equal(got, want) || !ended {
 		t.Fatalf("frames %q (ended %v), want %q, ended", got, ended, want)
 	}
 }
@@ -441,7 +287,7 @@ func TestEmitBackpressure(t *testing.T) {
 	out := <-copied
 	got, ended, health := readCapture(t, bytes.NewReader(out), "seq")
 	// (A line may come back in two frames: a read that ends inside it
-	// and a next read more than emitIdleFlush later.)
+	// and a next read more than capture.IdleFlush (50 ms) later.)
 	if strings.Join(got, "") != string(in) || len(got) < n || !ended {
 		t.Fatalf("%d frames for %d lines, the same bytes: %v (ended %v)", len(got), n, strings.Join(got, "") == string(in), ended)
 	}

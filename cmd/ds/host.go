@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/ds-telemetry/ds/pkg/capture"
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/hostprobe"
 )
@@ -189,7 +190,7 @@ func hostAction(ctx context.Context, c *cli.Command) error {
 	stderr := c.Root().ErrWriter
 	warn := newHostWarnings(stderr, "", c.Bool("gpu"))
 	sopts.OnError = warn.report
-	var cap *capture
+	var cap *capture.Capture
 	sopts.AfterTick = func() { cap.Kick() } // set before the sampler runs
 	var sampler *hostprobe.Sampler
 	copts.Setup = func(e *frames.Endpoint) (err error) {
@@ -213,24 +214,32 @@ func hostAction(ctx context.Context, c *cli.Command) error {
 	defer cancel()
 	handled := make(chan struct{})
 	defer close(handled)
-	go stopOnSignal(sigs, stops, cap.failed, handled, cancel)
+	go stopOnSignal(sigs, stops, cap.Failed(), handled, cancel)
 	runErr := runSampler(runCtx, sampler, p, stderr)
 	cancel()
-	cerr := cap.finish()
+	cerr := cap.Finish()
 	stats := sampler.Stats()
 	warn.summary(stats)
 	if n := sampler.Dropped(); n > 0 {
-		fmt.Fprintf(stderr, "ds: warning: %d host records were dropped: the capture %s could not keep up (ds log shows where)\n", n, cap.name)
+		fmt.Fprintf(stderr, "ds: warning: %d host records were dropped: the capture %s could not keep up (ds log shows where)\n", n, cap.Name())
 	}
+	return hostResult(cap, cerr, runErr, stats, stderr)
+}
+
+// hostResult returns ds host's error from the capture's (cerr) and the
+// sampler's (runErr) and the sampler's stats: every error but the last is
+// printed on stderr, a line of its own, "ds: " first, as the last one
+// (returned) is printed.
+func hostResult(cap *capture.Capture, cerr, runErr error, stats []hostprobe.ChannelStats, stderr io.Writer) error {
 	var errs []error
 	switch {
-	case cerr != nil && cap.toStdout && errors.Is(cerr, syscall.EPIPE):
+	case cerr != nil && cap.ToStdout() && errors.Is(cerr, syscall.EPIPE):
 		// A sampler's only output is its capture: the reader going away
 		// (ds host -o - | ssh … whose connection broke) ends the run,
 		// and is not a clean end.
 		errs = append(errs, fmt.Errorf("host: the capture's reader went away (stdout: %v); sampling stopped after %d samples", cerr, stats[0].Records))
 	case cerr != nil:
-		errs = append(errs, fmt.Errorf("capture %s: %w", cap.name, cerr))
+		errs = append(errs, fmt.Errorf("capture %s: %w", cap.Name(), cerr))
 	}
 	if runErr != nil {
 		errs = append(errs, fmt.Errorf("host: %w", runErr))
@@ -240,8 +249,6 @@ func hostAction(ctx context.Context, c *cli.Command) error {
 			errs = append(errs, fmt.Errorf("host: %s: every sample failed (%d; the error records say why)", st.Channel, st.Records))
 		}
 	}
-	// Each error is a line of its own, "ds: " first, as the last one
-	// (returned) is printed.
 	for _, e := range errs[:max(len(errs)-1, 0)] {
 		fmt.Fprintf(stderr, "ds: %v\n", e)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v3"
 
+	"github.com/ds-telemetry/ds/pkg/capture"
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/views"
@@ -179,11 +180,11 @@ func readMergeJob(c *cli.Command) (*mergeJob, error) {
 		Memory:      int(mib) << 20,
 		WriterID:    "ds " + dsVersion(),
 		Keep: func(cat []frames.ChannelDescriptor) func(frames.ChannelID, []byte) segments.Keep {
-			var k keepPolicy // what ds wrap's summaries keep
+			var k capture.KeepPolicy // what ds wrap's summaries keep
 			for _, d := range cat {
-				k.declare(d)
+				k.Declare(d)
 			}
-			return k.keep
+			return k.Keep
 		},
 	}
 	return j, nil

@@ -8,9 +8,11 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/ds-telemetry/ds/pkg/capture"
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/hostprobe"
 	"github.com/ds-telemetry/ds/pkg/proc"
@@ -151,16 +153,39 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 			err = &wrapError{err}
 		}
 	}()
-	if c.Duration("grace") <= 0 {
-		return usagef("wrap: --grace must be positive")
-	}
-	opts, err := captureOptionsFrom(c)
+	j, err := readWrapJob(c)
 	if err != nil {
 		return err
 	}
-	argv := c.Args().Slice()
-	if len(argv) == 0 {
-		return usagef("wrap: no command given (ds wrap [flags] -- CMD [ARGS…])")
+	root := c.Root()
+	return j.run(ctx, root.Reader, root.Writer, root.ErrWriter)
+}
+
+// wrapJob is what ds wrap's flags ask for: the command, its label, the
+// capture and the host samples beside it.
+type wrapJob struct {
+	argv    []string
+	label   string
+	opts    captureOptions
+	pty     bool
+	quiet   bool
+	grace   time.Duration
+	prober  *hostprobe.Prober
+	sampler *hostprobe.Sampler // set by opts.Setup, with --host
+}
+
+// readWrapJob reads and checks ds wrap's flags.
+func readWrapJob(c *cli.Command) (*wrapJob, error) {
+	if c.Duration("grace") <= 0 {
+		return nil, usagef("wrap: --grace must be positive")
+	}
+	opts, err := captureOptionsFrom(c)
+	if err != nil {
+		return nil, err
+	}
+	j := &wrapJob{argv: c.Args().Slice(), pty: c.Bool("pty"), quiet: c.Bool("quiet"), grace: c.Duration("grace"), prober: &hostprobe.Prober{}}
+	if len(j.argv) == 0 {
+		return nil, usagef("wrap: no command given (ds wrap [flags] -- CMD [ARGS…])")
 	}
 	opts.Backpressure, opts.Queue = c.Bool("backpressure"), c.Int("queue")
 	opts.FailNote = "the command goes on and its output is still passed through, but is no longer recorded (ds wrap will exit 125)"
@@ -169,44 +194,48 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 	// given or derived from the command's name (train.v2 → train_v2).
 	label, from := c.String("label"), ""
 	if label == "" {
-		label, from = proc.CommandBase(argv[0]), " (from the command name)"
+		label, from = proc.CommandBase(j.argv[0]), " (from the command name)"
 	}
 	given := label
 	if label, err = proc.CleanLabel(given); err != nil {
 		if from != "" {
-			return usagef("wrap: no label from the command name: %v; give one with --label", err)
+			return nil, usagef("wrap: no label from the command name: %v; give one with --label", err)
 		}
-		return usagef("wrap: --label: %v", err)
+		return nil, usagef("wrap: --label: %v", err)
 	}
 	if label != given {
 		fmt.Fprintf(c.Root().ErrWriter, "ds: label %q%s is used as %q (labels are %s)\n", given, from, label, proc.LabelChars)
 	}
-	opts.Label = label
-	var sampler *hostprobe.Sampler
-	prober := &hostprobe.Prober{}
+	opts.Label, j.label = label, label
 	if c.IsSet("host-channels") && !c.IsSet("host") {
-		return usagef("wrap: --host-channels needs --host INTERVAL")
+		return nil, usagef("wrap: --host-channels needs --host INTERVAL")
 	}
 	if c.IsSet("host") {
 		if d := c.Duration("host"); d < hostprobe.MinInterval {
-			return usagef("wrap: --host %v: want an interval of at least %v", d, hostprobe.MinInterval)
+			return nil, usagef("wrap: --host %v: want an interval of at least %v", d, hostprobe.MinInterval)
 		}
 		// The host channels are registered before CMD starts, so that the
 		// first segment header names them.
 		warn := newHostWarnings(c.Root().ErrWriter, "--host: ", false)
 		chans, err := parseHostChannels(c.String("host-channels"))
 		if err != nil {
-			return usagef("wrap: --host-channels: %v", err)
+			return nil, usagef("wrap: --host-channels: %v", err)
 		}
 		opts.Setup = func(e *frames.Endpoint) (err error) {
-			sampler, err = hostprobe.NewSampler(prober, e.Producer(), hostprobe.SamplerOptions{
+			j.sampler, err = hostprobe.NewSampler(j.prober, e.Producer(), hostprobe.SamplerOptions{
 				Interval: c.Duration("host"), Channels: chans, OnError: warn.report,
 			})
 			return err
 		}
 	}
-	stdout := c.Root().Writer
-	cap, err := startCapture(opts, stdout, c.Root().ErrWriter)
+	j.opts = opts
+	return j, nil
+}
+
+// run starts the capture, runs the command (and the host samples) into
+// it, ends the capture and returns the command's status.
+func (j *wrapJob) run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) error {
+	cap, err := startCapture(j.opts, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -215,27 +244,27 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 	hostDone := make(chan error, 1)
 	hostCtx, stopHost := context.WithCancel(ctx)
 	defer stopHost()
-	if sampler != nil {
-		go func() { hostDone <- runSampler(hostCtx, sampler, prober, c.Root().ErrWriter) }()
+	if j.sampler != nil {
+		go func() { hostDone <- runSampler(hostCtx, j.sampler, j.prober, stderr) }()
 	} else {
 		hostDone <- nil
 	}
-	var producer proc.Producer = cap.endpoint.Producer()
-	if opts.Backpressure {
-		producer = waitingProducer{cap.endpoint.Producer(), cap.stop}
+	var producer proc.Producer = cap.Endpoint().Producer()
+	if j.opts.Backpressure {
+		producer = waitingProducer{cap.Endpoint().Producer(), cap.Finishing()}
 	}
 	popts := proc.Options{
-		Argv: argv, Label: label, Stdin: c.Root().Reader, Producer: producer,
-		PTY: c.Bool("pty"), Grace: c.Duration("grace"), Alloc: allocPayload,
+		Argv: j.argv, Label: j.label, Stdin: stdin, Producer: producer,
+		PTY: j.pty, Grace: j.grace, Alloc: capture.AllocPayload,
 	}
-	if !c.Bool("quiet") {
-		popts.Stderr = c.Root().ErrWriter
-		if !cap.toStdout {
+	if !j.quiet {
+		popts.Stderr = stderr
+		if !cap.ToStdout() {
 			popts.Stdout = stdout
 		}
 	}
-	if cap.toStdout {
-		popts.StdoutGone = cap.gone.Load
+	if cap.ToStdout() {
+		popts.StdoutGone = cap.StdoutGone
 	}
 	sigs := make(chan os.Signal, 8)
 	// SIGPIPE is caught too (proc does not forward it): a reader of ds's
@@ -247,20 +276,20 @@ func wrapAction(ctx context.Context, c *cli.Command) (err error) {
 	res, runErr := proc.Run(ctx, popts)
 	stopHost()
 	<-hostDone
-	cerr := cap.finish()
-	cap.warnLoss(c.Root().ErrWriter, opts.Backpressure)
-	warnPassThrough(c.Root().ErrWriter, res)
-	if cerr != nil && !(cap.toStdout && errors.Is(cerr, syscall.EPIPE)) {
+	cerr := cap.Finish()
+	cap.WarnLoss(stderr, j.opts.Backpressure)
+	warnPassThrough(stderr, res)
+	if cerr != nil && !(cap.ToStdout() && errors.Is(cerr, syscall.EPIPE)) {
 		// (-o - into a pipe whose reader went away is cmd | head: the
 		// command's status, nothing said.)
-		return fmt.Errorf("capture %s: %w (the command exited with status %d)", cap.name, cerr, res.ExitCode)
+		return fmt.Errorf("capture %s: %w (the command exited with status %d)", cap.Name(), cerr, res.ExitCode)
 	}
 	var se *proc.StartError
 	if runErr != nil && !errors.As(runErr, &se) {
 		return runErr
 	}
 	if runErr != nil {
-		fmt.Fprintf(c.Root().ErrWriter, "ds: %v\n", runErr)
+		fmt.Fprintf(stderr, "ds: %v\n", runErr)
 	}
 	if res.ExitCode != 0 {
 		return &statusError{code: res.ExitCode}

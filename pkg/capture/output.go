@@ -1,0 +1,133 @@
+package capture
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+)
+
+// An Output is a further destination of a capture's stream beside its
+// file: a fanout subscriber of the capture's endpoint with its own
+// bounded buffer (a NATS JetStream publisher, fleet.Publisher behind a
+// small adapter). [Options].Outputs subscribes it; the capture loop then
+// hands it every drained batch, and [Capture.Finish] settles and closes
+// it after the capture file is complete. Take, Settle and Close are
+// called from the capture's goroutines one at a time per Output; Waiting
+// and Name may be called at any time.
+type Output interface {
+	// Name names the output in messages (a NATS target's Display).
+	Name() string
+	// Take copies what the output's subscription holds; with flush, it
+	// also sends what it has copied now. It is called right after every
+	// tick, before the frames' payloads are reused, and must never wait
+	// on the network.
+	Take(flush bool)
+	// Waiting returns the bytes held and not yet acknowledged.
+	Waiting() int64
+	// Settle waits, until ctx is done, for everything taken so far to be
+	// delivered, and then submits to the endpoint the records of what
+	// was lost meanwhile (datastream.transport). It returns ctx's error
+	// when delivery did not finish in time.
+	Settle(ctx context.Context) error
+	// Close waits, until ctx is done, for the last messages (the stream's
+	// end, taken after the endpoint's End) to be delivered, stops the
+	// output, releases what it holds (its connection included) and
+	// reports what it lost.
+	Close(ctx context.Context) OutputReport
+}
+
+// An OutputReport says what an [Output] lost, for the end-of-run warning.
+type OutputReport struct {
+	Output     string // the output's Name
+	LostFrames uint64 // frames this output lost, recorded in the stream or not
+	// Unrecorded are the ranges lost that no datastream.transport record
+	// names (those lost at the end).
+	Unrecorded []frames.TransportLoss
+}
+
+// An output's time at the end of a capture ([Capture.Finish]): up to
+// outputSettle for what the producer wrote, and the rest of outputGrace
+// for the stream's last records and its end.
+const (
+	outputGrace  = 5 * time.Second
+	outputSettle = 2 * time.Second
+)
+
+// takeOutputs hands the batch just drained to every output.
+func (c *Capture) takeOutputs(flush bool) {
+	for _, o := range c.outs {
+		o.Take(flush)
+	}
+}
+
+// settleOutputs waits, until ctx is done, for every output to have its
+// messages acknowledged and to submit the records of what it lost; it
+// reports whether there are outputs (whose records then need a tick).
+// The outputs settle at once, each on its own: a dead server costs only
+// its own output the wait.
+func (c *Capture) settleOutputs(ctx context.Context) bool {
+	var wg sync.WaitGroup
+	for _, o := range c.outs {
+		if w := o.Waiting(); w > 1<<20 {
+			fmt.Fprintf(c.warn, "ds: waiting up to %v for %s to acknowledge %d MiB\n", outputGrace, o.Name(), w>>20)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = o.Settle(ctx)
+		}()
+	}
+	wg.Wait()
+	return len(c.outs) > 0
+}
+
+// closeOutputs waits, until ctx is done, for every output to have its
+// last messages acknowledged (all at once, each on its own), and reports
+// what each output lost.
+func (c *Capture) closeOutputs(ctx context.Context) {
+	reps := make([]OutputReport, len(c.outs))
+	var wg sync.WaitGroup
+	for i, o := range c.outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reps[i] = o.Close(ctx)
+		}()
+	}
+	wg.Wait()
+	for _, rep := range reps {
+		c.reportOutput(rep)
+	}
+}
+
+// reportOutput says what an output lost: how many frames, whether the
+// capture file has them, and the ranges no datastream.transport record
+// names.
+func (c *Capture) reportOutput(rep OutputReport) {
+	if rep.LostFrames == 0 {
+		return
+	}
+	where := "no capture file has them"
+	if c.w != nil {
+		where = "the capture " + c.name + " has them"
+	}
+	fmt.Fprintf(c.warn, "ds: warning: %s lost %d frames (%s); ds gaps shows where and why\n", rep.Output, rep.LostFrames, where)
+	for i, l := range rep.Unrecorded {
+		if i == 8 {
+			fmt.Fprintf(c.warn, "ds:   … and %d more ranges\n", len(rep.Unrecorded)-i)
+			break
+		}
+		fmt.Fprintf(c.warn, "ds:   %s not delivered: %s\n", positionRun(l.From, l.To), l.Reason)
+	}
+}
+
+// positionRun returns "position 5" or "positions 5–9".
+func positionRun(from, to frames.Position) string {
+	if from == to {
+		return fmt.Sprintf("position %d", from)
+	}
+	return fmt.Sprintf("positions %d–%d", from, to)
+}
