@@ -452,7 +452,8 @@ func (c *Capture) write(flush bool) error {
 // (2 s of it before the stream ends, so that the records of what they
 // lost are in the stream), closes them and warns of what each lost. It
 // returns the first error writing the capture (the one that closed
-// Failed, if any). Call it once.
+// Failed, if any), or an [*OutputsLostError] when the outputs were its
+// only copies and each lost frames. Call it once.
 func (c *Capture) Finish() error {
 	close(c.stop)
 	err := <-c.done
@@ -501,6 +502,8 @@ func (c *Capture) Finish() error {
 	}
 	cctx, ccancel := context.WithTimeout(context.Background(), outputGrace-outputSettle)
 	defer ccancel()
-	c.closeOutputs(cctx)
+	if e := c.closeOutputs(cctx); err == nil {
+		err = e
+	}
 	return err
 }

@@ -3,6 +3,7 @@ package capture
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,10 +85,32 @@ func (c *Capture) settleOutputs(ctx context.Context) bool {
 	return len(c.outs) > 0
 }
 
+// An OutputsLostError is what [Capture.Finish] returns when the capture
+// has no file and no stdout, only outputs such as NATS servers, and every
+// one of them lost frames: then no copy of the run holds them, and ds
+// failed to record it (as a write error on a file fails it), whatever the
+// command did.
+type OutputsLostError struct {
+	Reports []OutputReport // one per output, each with LostFrames > 0
+}
+
+func (e *OutputsLostError) Error() string {
+	var b strings.Builder
+	for i, r := range e.Reports {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s lost %d frames", r.Output, r.LostFrames)
+	}
+	b.WriteString(", and no capture file has them")
+	return b.String()
+}
+
 // closeOutputs waits, until ctx is done, for every output to have its
 // last messages acknowledged (all at once, each on its own), and reports
-// what each output lost.
-func (c *Capture) closeOutputs(ctx context.Context) {
+// what each output lost. It returns an [*OutputsLostError] when the
+// outputs are the capture's only copies and each of them lost frames.
+func (c *Capture) closeOutputs(ctx context.Context) error {
 	reps := make([]OutputReport, len(c.outs))
 	var wg sync.WaitGroup
 	for i, o := range c.outs {
@@ -98,9 +121,17 @@ func (c *Capture) closeOutputs(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	lost := 0
 	for _, rep := range reps {
 		c.reportOutput(rep)
+		if rep.LostFrames > 0 {
+			lost++
+		}
 	}
+	if c.w == nil && len(reps) > 0 && lost == len(reps) {
+		return &OutputsLostError{Reports: reps}
+	}
+	return nil
 }
 
 // reportOutput says what an output lost: how many frames, whether the
