@@ -172,7 +172,7 @@ func (o *fakeOutput) Close(ctx context.Context) OutputReport {
 
 // Without a file, the outputs alone are handed every batch, the capture
 // is named after the first, and Finish settles and closes each once and
-// says what it lost.
+// says what it lost; an output that lost nothing fails nothing.
 func TestStartOutputsOnly(t *testing.T) {
 	out := &fakeOutput{lost: 3}
 	o := testOptions("", 1)
@@ -184,8 +184,10 @@ func TestStartOutputsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
-	if err := c.Finish(); err != nil {
-		t.Fatal(err)
+	// Its only output lost frames: no copy has them, the capture failed.
+	var lost *OutputsLostError
+	if err := c.Finish(); !errors.As(err, &lost) || len(lost.Reports) != 1 || lost.Reports[0].LostFrames != 3 {
+		t.Fatalf("Finish = %v, want an *OutputsLostError of 3 frames", err)
 	}
 	if c.Name() != "fake://out" || out.takes < 3 || out.flushes < 1 || out.settles != 1 || out.closes != 1 {
 		t.Fatalf("name %q, output %+v", c.Name(), *out)
@@ -193,6 +195,15 @@ func TestStartOutputsOnly(t *testing.T) {
 	want := "ds: warning: fake://out lost 3 frames (no capture file has them); ds gaps shows where and why\nds:   positions 3–5 not delivered: gone\n"
 	if warn.String() != want {
 		t.Fatalf("warnings %q, want %q", warn.String(), want)
+	}
+
+	whole := &fakeOutput{}
+	o.Outputs = func(e *frames.Endpoint) ([]Output, error) { return []Output{whole}, nil }
+	if c, err = Start(o, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Finish(); err != nil {
+		t.Fatalf("Finish with nothing lost = %v", err)
 	}
 }
 
