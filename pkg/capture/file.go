@@ -64,11 +64,24 @@ func isDir(p string) bool {
 // replaced unless overwrite is set (asciinema's rule): without it, a new
 // file is created exclusively; with appendTo the file must already be a
 // capture (its first bytes are checked), or empty. A device, FIFO or pipe is
-// written as it is. The file is emptied (overwrite) only once the lock is
+// written as it is; a FIFO that no process reads is an error at once,
+// never a wait. The file is emptied (overwrite) only once the lock is
 // held.
 func openFile(name string, appendTo, overwrite bool) (*os.File, error) {
 	flags := os.O_WRONLY | os.O_APPEND
-	if fi, err := os.Stat(name); err == nil && fi.Mode().IsRegular() {
+	fi, err := os.Stat(name)
+	if err == nil && fi.Mode()&fs.ModeNamedPipe != 0 {
+		// open(2) of a FIFO for writing waits for a reader: never wait on
+		// the capture (the command has not started yet). O_NONBLOCK opens
+		// at once or fails with ENXIO; Go's poller then makes each write
+		// wait for room without holding a thread.
+		f, err := os.OpenFile(name, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if errors.Is(err, syscall.ENXIO) {
+			return nil, fmt.Errorf("%s is a FIFO that no process is reading: start its reader first (ds never waits for one)", name)
+		}
+		return f, err
+	}
+	if err == nil && fi.Mode().IsRegular() {
 		switch {
 		case appendTo:
 			if err := checkHead(name); err != nil {
@@ -84,7 +97,7 @@ func openFile(name string, appendTo, overwrite bool) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := f.Stat()
+	fi, err = f.Stat()
 	if err != nil {
 		f.Close()
 		return nil, err
