@@ -32,6 +32,11 @@
 // other two formats into the same entries. The views render what a Sink
 // receives; ds ingest and ds check read through the same calls.
 //
+// A [Checker] reads inputs record by record for ds check and returns
+// what it finds as data ([Finding]s and a [CheckReport]): damaged ranges,
+// torn tails, descriptors that conflict across inputs, summaries that
+// disagree with their segments, and each stream's positions and gaps.
+//
 // A [Store] is a directory of streams that [Store.Ingest] grows from
 // captures (ds ingest): each stream rebuilt by position, every frame kept
 // once whatever order, copies and cuts it arrives in, crash-safe, locked
