@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -295,65 +294,6 @@ func TestCheckCatalogConflict(t *testing.T) {
 	}
 	if strings.Contains(out, "a.dss: 1 problem") {
 		t.Errorf("a.dss agrees with the first declaration:\n%s", out)
-	}
-}
-
-// checkPositions against a map, on random positions: runs, gaps and
-// duplicates; past checkMaxRuns runs it stops counting gaps, never
-// panics, and still knows first and last.
-func TestCheckPositions(t *testing.T) {
-	for seed := range uint64(200) {
-		rng := rand.New(rand.NewPCG(seed, 3))
-		var ps checkPositions
-		seen := map[frames.Position]bool{}
-		span := 1 + rng.IntN(300)
-		for range rng.IntN(400) {
-			p := frames.Position(rng.IntN(span))
-			if rng.IntN(10) == 0 {
-				p = 1<<64 - 1 - frames.Position(rng.IntN(3))
-			}
-			if dup := ps.add(p); dup != seen[p] {
-				t.Fatalf("seed %d: add(%d) = %v, seen %v", seed, p, dup, seen[p])
-			}
-			seen[p] = true
-		}
-		var want []checkRun
-		keys := make([]frames.Position, 0, len(seen))
-		for p := range seen {
-			keys = append(keys, p)
-		}
-		slices.Sort(keys)
-		for _, p := range keys {
-			if n := len(want); n > 0 && want[n-1].to+1 == p {
-				want[n-1].to = p
-			} else {
-				want = append(want, checkRun{p, p})
-			}
-		}
-		if !slices.Equal(ps.spans, want) {
-			t.Fatalf("seed %d: runs %v, want %v", seed, ps.spans, want)
-		}
-		var missing uint64
-		for i := 1; i < len(want); i++ {
-			missing += uint64(want[i].from - want[i-1].to - 1)
-		}
-		if n, m := ps.gaps(); n != uint64(max(len(want)-1, 0)) || m != missing {
-			t.Fatalf("seed %d: gaps %d, %d; want %d, %d", seed, n, m, len(want)-1, missing)
-		}
-	}
-	var ps checkPositions
-	for p := range frames.Position(2*checkMaxRuns + 10) {
-		ps.add(2 * p)
-	}
-	if !ps.overflow || len(ps.spans) != checkMaxRuns || ps.spans[len(ps.spans)-1] != (checkRun{2*checkMaxRuns - 2, 4*checkMaxRuns + 18}) {
-		t.Fatalf("overflow %v, %d runs, %v…%v", ps.overflow, len(ps.spans), ps.spans[0], ps.spans[len(ps.spans)-1])
-	}
-	ps.add(1) // joins the first two runs
-	if len(ps.spans) != checkMaxRuns-1 || ps.spans[0] != (checkRun{0, 2}) {
-		t.Fatalf("overflow %v, %d runs, %v…%v", ps.overflow, len(ps.spans), ps.spans[0], ps.spans[len(ps.spans)-1])
-	}
-	if n := ps.clip(4*checkMaxRuns + 18); n == 0 || len(ps.spans) != 1 {
-		t.Fatalf("clip: %d hidden, %d runs left", n, len(ps.spans))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -180,7 +181,7 @@ func printLog(ctx context.Context, c *cli.Command, opts views.LogOptions, names 
 	sink := views.NewLogSink(p, 0)
 	// sinkFor may run in another goroutine (a followed directory): it
 	// must not touch the shared sink.
-	err := scanInputs(ctx, names, root.Reader, root.ErrWriter, follow, func(in *input) views.Sink {
+	err := scanInputs(ctx, names, root.Reader, root.ErrWriter, follow, func(in *input) segments.Sink {
 		return inputLogSink{sink, in.name}
 	}, nil)
 	sink.A.Flush()
@@ -205,7 +206,7 @@ type inputLogSink struct {
 	name string
 }
 
-// Damage implements views.Sink.
+// Damage implements segments.Sink.
 func (s inputLogSink) Damage(offset, end int64, torn bool, err error) {
 	s.File = s.name
 	s.LogSink.Damage(offset, end, torn, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -184,7 +185,7 @@ func readStreamSelection(c *cli.Command) (*streamSelection, error) {
 }
 
 // wrap returns sink, behind the stream filters when there are any.
-func (s *streamSelection) wrap(sink views.Sink) views.Sink {
+func (s *streamSelection) wrap(sink segments.Sink) segments.Sink {
 	if len(s.sel.Nodes)+len(s.sel.Streams)+len(s.sel.Origins) == 0 {
 		return sink
 	}

@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
 // Selection is what a view shows of its inputs: the filters every view
@@ -335,13 +336,13 @@ func unescapeNode(s string) (string, error) {
 // Unmatched, called once the inputs are read, names the stream filters
 // that matched no stream of the inputs ("--node n9"), as
 // [Printer.Unmatched] does.
-func SelectStreams(sink Sink, sel Selection) *StreamSelector {
+func SelectStreams(sink segments.Sink, sel Selection) *StreamSelector {
 	return &StreamSelector{Sink: sink, sel: sel, shown: make(map[frames.StreamID]bool), origins: make(map[frames.StreamOrigin]bool)}
 }
 
 // StreamSelector is the Sink [SelectStreams] returns.
 type StreamSelector struct {
-	Sink
+	segments.Sink
 	sel     Selection
 	shown   map[frames.StreamID]bool
 	origins map[frames.StreamOrigin]bool // of the headers read
@@ -384,7 +385,7 @@ func (s *StreamSelector) visible(id frames.StreamID) bool {
 	return v
 }
 
-func (s *StreamSelector) Header(h SegmentHeader) {
+func (s *StreamSelector) Header(h segments.SegmentHeader) {
 	v := s.sel.streamVisible(h.Stream)
 	s.shown[h.Stream.Stream] = v
 	s.origins[h.Stream.Origin] = true
@@ -419,7 +420,7 @@ func (s *StreamSelector) Trimmed(id frames.StreamID, before frames.Position) {
 
 // Idle passes the Idler call on, when sink has one.
 func (s *StreamSelector) Idle(quiet bool) {
-	if i, ok := s.Sink.(Idler); ok {
+	if i, ok := s.Sink.(segments.Idler); ok {
 		i.Idle(quiet)
 	}
 }

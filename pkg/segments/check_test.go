@@ -1,0 +1,143 @@
+package segments
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+)
+
+// checkPositions against a map, on random positions: runs, gaps and
+// duplicates; past MaxCheckRuns runs it stops counting gaps, never
+// panics, and still knows first and last.
+func TestCheckPositions(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		var ps checkPositions
+		seen := map[frames.Position]bool{}
+		span := 1 + rng.IntN(300)
+		for range rng.IntN(400) {
+			p := frames.Position(rng.IntN(span))
+			if rng.IntN(10) == 0 {
+				p = 1<<64 - 1 - frames.Position(rng.IntN(3))
+			}
+			if dup := ps.add(p); dup != seen[p] {
+				t.Fatalf("seed %d: add(%d) = %v, seen %v", seed, p, dup, seen[p])
+			}
+			seen[p] = true
+		}
+		var want []PositionRun
+		keys := make([]frames.Position, 0, len(seen))
+		for p := range seen {
+			keys = append(keys, p)
+		}
+		slices.Sort(keys)
+		for _, p := range keys {
+			if n := len(want); n > 0 && want[n-1].To+1 == p {
+				want[n-1].To = p
+			} else {
+				want = append(want, PositionRun{p, p})
+			}
+		}
+		if !slices.Equal(ps.spans, want) {
+			t.Fatalf("seed %d: runs %v, want %v", seed, ps.spans, want)
+		}
+		var missing uint64
+		for i := 1; i < len(want); i++ {
+			missing += uint64(want[i].From - want[i-1].To - 1)
+		}
+		if n, m := ps.gaps(); n != uint64(max(len(want)-1, 0)) || m != missing {
+			t.Fatalf("seed %d: gaps %d, %d; want %d, %d", seed, n, m, len(want)-1, missing)
+		}
+	}
+	var ps checkPositions
+	for p := range frames.Position(2*MaxCheckRuns + 10) {
+		ps.add(2 * p)
+	}
+	if !ps.overflow || len(ps.spans) != MaxCheckRuns || ps.spans[len(ps.spans)-1] != (PositionRun{2*MaxCheckRuns - 2, 4*MaxCheckRuns + 18}) {
+		t.Fatalf("overflow %v, %d runs, %v…%v", ps.overflow, len(ps.spans), ps.spans[0], ps.spans[len(ps.spans)-1])
+	}
+	ps.add(1) // joins the first two runs
+	if len(ps.spans) != MaxCheckRuns-1 || ps.spans[0] != (PositionRun{0, 2}) {
+		t.Fatalf("overflow %v, %d runs, %v…%v", ps.overflow, len(ps.spans), ps.spans[0], ps.spans[len(ps.spans)-1])
+	}
+	if n := ps.clip(4*MaxCheckRuns + 18); n == 0 || len(ps.spans) != 1 {
+		t.Fatalf("clip: %d hidden, %d runs left", n, len(ps.spans))
+	}
+}
+
+// checkAll checks inputs in order with one Checker, and returns each
+// input's findings and report.
+func checkAll(t *testing.T, opts CheckOptions, inputs ...[]byte) ([][]Finding, []*CheckReport) {
+	t.Helper()
+	c := NewChecker()
+	var found [][]Finding
+	var reps []*CheckReport
+	for i, in := range inputs {
+		var fs []Finding
+		o := opts
+		o.Finding = func(f Finding) { fs = append(fs, f) }
+		rep, err := c.Check(context.Background(), bytes.NewReader(in), fmt.Sprint("in", i), o)
+		if err != nil {
+			t.Fatalf("input %d: %v", i, err)
+		}
+		found, reps = append(found, fs), append(reps, rep)
+	}
+	return found, reps
+}
+
+// Check returns what it finds as data: nothing for a good capture, a
+// torn tail (or, live, a live tail), damage, and a channel declared two
+// ways across inputs, with the first input's place.
+func TestCheck(t *testing.T) {
+	good := writeEvents(t, descS, catalogS, WriterOptions{Rand: detRand(1)}, smallEvents())
+	fs, reps := checkAll(t, CheckOptions{Format: InputDSS}, good)
+	rep := reps[0]
+	if len(fs[0]) != 0 || rep.Problems != 0 || rep.Format != InputDSS || rep.Bytes != int64(len(good)) || rep.Frames != 6 || len(rep.Streams) != 1 {
+		t.Fatalf("good: findings %v, report %+v", fs[0], rep)
+	}
+	if st := rep.Streams[0]; st.Stream != streamS || !st.Ended || st.Gaps != 0 || !slices.Equal(st.Runs, []PositionRun{{0, 5}}) {
+		t.Errorf("good: stream %+v", st)
+	}
+
+	torn := good[:len(good)-1]
+	fs, reps = checkAll(t, CheckOptions{Sniff: true}, torn)
+	if n := len(fs[0]); n == 0 || reps[0].Problems != 1 {
+		t.Fatalf("torn: findings %v, %d problems", fs[0], reps[0].Problems)
+	}
+	if tt, ok := fs[0][len(fs[0])-1].(*TornTail); !ok || tt.End != int64(len(torn)) || !errors.Is(tt.Err, io.ErrUnexpectedEOF) {
+		t.Errorf("torn: last finding %#v", fs[0][len(fs[0])-1])
+	}
+	fs, reps = checkAll(t, CheckOptions{Format: InputDSS, Live: true}, torn)
+	if _, ok := fs[0][len(fs[0])-1].(*LiveTail); !ok || reps[0].Problems != 0 {
+		t.Errorf("live: findings %v, %d problems", fs[0], reps[0].Problems)
+	}
+
+	flipped := bytes.Clone(good)
+	flipped[len(flipped)/2] ^= 0x40
+	fs, reps = checkAll(t, CheckOptions{Format: InputDSS}, flipped)
+	if len(fs[0]) == 0 || reps[0].Problems == 0 {
+		t.Fatalf("flipped: findings %v", fs[0])
+	}
+	if _, ok := fs[0][0].(*DamagedRange); !ok {
+		t.Errorf("flipped: first finding %#v", fs[0][0])
+	}
+
+	other := channel(streamS, 2)
+	other.Name = "proc.other.stdout"
+	renamed := writeEvents(t, descS, []frames.ChannelDescriptor{channel(streamS, 1), other}, WriterOptions{Rand: detRand(2)}, smallEvents())
+	fs, reps = checkAll(t, CheckOptions{Format: InputDSS}, good, renamed)
+	if len(fs[1]) != 1 || reps[1].Problems != 1 {
+		t.Fatalf("conflict: findings %v", fs[1])
+	}
+	cc, ok := fs[1][0].(*ChannelConflict)
+	if !ok || cc.First.Input != "in0" || cc.Second.Input != "in1" || cc.First.Channel.Name != "proc.trainer.stdout" || cc.Second.Channel.Name != other.Name {
+		t.Errorf("conflict: %#v", fs[1][0])
+	}
+}
