@@ -43,7 +43,7 @@ func (f InputFormat) String() string {
 // ErrNotCapture is returned by [Detect] and [ScanAny] for an input that is
 // none of the formats ds reads (see [Detect]). Nothing was reported to the
 // sink.
-var ErrNotCapture = errors.New("views: not a capture (expected a DSS capture, a DSQ1 stream or legacy envelopes)")
+var ErrNotCapture = errors.New("segments: not a capture (expected a DSS capture, a DSQ1 stream or legacy envelopes)")
 
 // Limits of the legacy envelopes that [Detect] and [ScanAny] accept. The
 // envelope has no magic and no checksum, so these bounds are what tells a

@@ -109,7 +109,7 @@ type dsq1Feeder struct {
 }
 
 // errFraming stops a DSQ1Reader when the feeder has lost the framing.
-var errFraming = errors.New("views: dsq1 framing lost")
+var errFraming = errors.New("segments: dsq1 framing lost")
 
 func (f *dsq1Feeder) Read(p []byte) (int, error) {
 	if len(f.pending) == 0 {
@@ -134,7 +134,7 @@ func (f *dsq1Feeder) next() error {
 		if len(h) == 0 {
 			return io.EOF
 		}
-		f.stop(fmt.Errorf("views: dsq1 length prefix: %w", io.ErrUnexpectedEOF))
+		f.stop(fmt.Errorf("segments: dsq1 length prefix: %w", io.ErrUnexpectedEOF))
 		return errFraming
 	}
 	n := binary.LittleEndian.Uint32(h)
@@ -153,7 +153,7 @@ func (f *dsq1Feeder) next() error {
 			f.err = err
 			return err
 		}
-		f.framing = &CorruptError{Offset: f.start, End: f.off, Err: fmt.Errorf("views: dsq1 record of %d bytes cut short: %w", n, io.ErrUnexpectedEOF)}
+		f.framing = &CorruptError{Offset: f.start, End: f.off, Err: fmt.Errorf("segments: dsq1 record of %d bytes cut short: %w", n, io.ErrUnexpectedEOF)}
 		return errFraming
 	}
 	f.pending, f.end = rec, f.off
@@ -211,7 +211,7 @@ func (s *dsq1Source) NextView(e *Entry) error {
 			s.dr, err = NewDSQ1Reader(f)
 		}
 		if err != nil {
-			s.err = fmt.Errorf("views: dsq1 resume: %w", err) // unreachable: a header of a stream that decoded
+			s.err = fmt.Errorf("segments: dsq1 resume: %w", err) // unreachable: a header of a stream that decoded
 		}
 		return ce
 	}
@@ -253,7 +253,7 @@ func (s *dsq1Source) header(e *Entry) error {
 	s.stream = dr.Stream
 	s.f = &dsq1Feeder{br: s.br, off: s.base + int64(len(hdr)), pending: hdr}
 	if s.dr, err = NewDSQ1Reader(s.f); err != nil {
-		s.err = fmt.Errorf("views: dsq1 header: %w", err) // unreachable: the header just decoded
+		s.err = fmt.Errorf("segments: dsq1 header: %w", err) // unreachable: the header just decoded
 		return s.err
 	}
 	*e = Entry{Kind: EntrySegment, Offset: s.base, Stream: dr.Stream.Stream,
@@ -409,22 +409,22 @@ func nextLegacy(br *bufio.Reader, first []byte) (env []byte, consumed bool, stop
 		if err = ioErr(err); err != nil || len(h) == 0 {
 			return nil, false, nil, err
 		}
-		return nil, false, fmt.Errorf("views: legacy envelope: node length: %w", io.ErrUnexpectedEOF), nil
+		return nil, false, fmt.Errorf("segments: legacy envelope: node length: %w", io.ErrUnexpectedEOF), nil
 	}
 	n := binary.LittleEndian.Uint32(h)
 	if n > MaxLegacyNodeSize {
-		return nil, false, fmt.Errorf("views: legacy envelope: node of %d bytes, at most %d", n, MaxLegacyNodeSize), nil
+		return nil, false, fmt.Errorf("segments: legacy envelope: node of %d bytes, at most %d", n, MaxLegacyNodeSize), nil
 	}
 	h, err = br.Peek(legacyFixedSize + int(n))
 	if len(h) < legacyFixedSize+int(n) {
 		if err = ioErr(err); err != nil {
 			return nil, false, nil, err
 		}
-		return nil, false, fmt.Errorf("views: legacy envelope: header: %w", io.ErrUnexpectedEOF), nil
+		return nil, false, fmt.Errorf("segments: legacy envelope: header: %w", io.ErrUnexpectedEOF), nil
 	}
 	p := binary.LittleEndian.Uint32(h[len(h)-4:])
 	if p > MaxLegacyPayloadSize {
-		return nil, false, fmt.Errorf("views: legacy envelope: payload of %d bytes, at most %d", p, MaxLegacyPayloadSize), nil
+		return nil, false, fmt.Errorf("segments: legacy envelope: payload of %d bytes, at most %d", p, MaxLegacyPayloadSize), nil
 	}
 	total := legacyFixedSize + int(n) + int(p)
 	if total <= br.Size() {
@@ -437,7 +437,7 @@ func nextLegacy(br *bufio.Reader, first []byte) (env []byte, consumed bool, stop
 		if err = ioErr(err); err != nil {
 			return nil, false, nil, err
 		}
-		return env, consumed, fmt.Errorf("views: legacy envelope: payload: %w", io.ErrUnexpectedEOF), nil
+		return env, consumed, fmt.Errorf("segments: legacy envelope: payload: %w", io.ErrUnexpectedEOF), nil
 	}
 	return env, consumed, nil, nil
 }

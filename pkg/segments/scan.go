@@ -234,7 +234,7 @@ type batchFeed struct {
 }
 
 // errScanStopped ends the reader of a [Scan] that has returned.
-var errScanStopped = errors.New("views: scan stopped")
+var errScanStopped = errors.New("segments: scan stopped")
 
 // Read hands the entries read so far over, then reads r.
 func (f *batchFeed) Read(p []byte) (int, error) {
