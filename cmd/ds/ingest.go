@@ -220,27 +220,33 @@ func runIngest(ctx context.Context, st *segments.Store, names []string, stdin io
 			}
 		}
 		if interrupted || ctx.Err() != nil {
-			// A live input (stdin, a pipe) is stopped this way; a file,
-			// or inputs not yet read, are not stored whole: never exit 0
-			// then.
-			stream := live
-			if fi, err := os.Stat(name); err == nil && !fi.Mode().IsRegular() {
-				stream = true // a named pipe, a device
+			rest := notStoredWhole(names, i, live)
+			if len(rest) == 0 {
+				break
 			}
-			if rest := names[i+1:]; !stream || len(rest) > 0 {
-				if !stream {
-					rest = names[i:]
-				}
-				fmt.Fprintf(stderr, "ds: interrupted: not stored whole: %s (ds ingest them again to store the rest)\n", strings.Join(rest, " "))
-				if err := o.status(); err != nil {
-					return err
-				}
-				return &statusError{code: 128 + int(syscall.SIGINT)}
+			fmt.Fprintf(stderr, "ds: interrupted: not stored whole: %s (ds ingest them again to store the rest)\n", strings.Join(rest, " "))
+			if err := o.status(); err != nil {
+				return err
 			}
-			break
+			return &statusError{code: 128 + int(syscall.SIGINT)}
 		}
 	}
 	return o.status()
+}
+
+// notStoredWhole returns, after an interruption while names[i] was read,
+// the inputs not stored whole (never exit 0 then): names[i] itself when
+// it is a file, and the inputs not read yet. A live input (stdin, a named
+// pipe, a device) is stopped this way: it counts as whole.
+func notStoredWhole(names []string, i int, live bool) []string {
+	stream := live
+	if fi, err := os.Stat(names[i]); err == nil && !fi.Mode().IsRegular() {
+		stream = true // a named pipe, a device
+	}
+	if !stream {
+		return names[i:]
+	}
+	return names[i+1:]
 }
 
 // ingestLine is the acknowledgement line of what was stored from input.

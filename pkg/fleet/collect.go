@@ -46,8 +46,8 @@ type CollectOptions struct {
 	// over it, so that a reader polling it sees nothing or all of it); it
 	// is removed when Collect returns.
 	URLFile string
-	// Ingest configures the consumer (Durable, Warn, Stored; Idle 0 runs
-	// until ctx is done).
+	// Ingest configures the consumer (Durable, "" meaning "ds-collect";
+	// Warn, Stored; Idle 0 runs until ctx is done).
 	Ingest IngestOptions
 	// Ready, if set, is told the URL producers publish to once the
 	// server takes them and the stream exists (after URLFile is written).
@@ -70,6 +70,9 @@ func Collect(ctx context.Context, o CollectOptions) (IngestStats, error) {
 	var stats IngestStats
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
+	}
+	if o.Ingest.Durable == "" {
+		o.Ingest.Durable = "ds-collect"
 	}
 	if o.Server.Listen == "" {
 		o.Server.Listen = DefaultListen
