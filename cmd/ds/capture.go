@@ -124,7 +124,7 @@ func captureOptionsFrom(c *cli.Command) (captureOptions, error) {
 	if o.Auth, err = natsAuthFrom(c); err != nil {
 		return o, err
 	}
-	n, err := ingestParseBytes(c.String("nats-buffer"))
+	n, err := segments.ParseSize(c.String("nats-buffer"))
 	if err != nil || n < 1024 || n > 1<<40 {
 		return o, usagef("%s: --nats-buffer %q: want a size from 1KiB, such as 32MiB", c.Name, c.String("nats-buffer"))
 	}

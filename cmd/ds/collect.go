@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,23 +14,12 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
-	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
-// ds collect STORE: a NATS server with JetStream run in this process
-// (fleet.StartServer), its files in STORE/nats, and the durable consumer
-// of ds ingest nats://… (ingestNATS) storing what producers publish to it
-// in STORE. STORE/nats is a directory the store does not know and its
-// readers never look at (they read STORE/streams only), so ds check,
-// ds info and ds log of the store are the same with it or without it.
-
-// collectNATSDir is the directory of STORE that holds the server's
-// JetStream files, and collectLock the file in it that one ds collect
-// at a time holds (two servers must not share the files).
-const (
-	collectNATSDir = "nats"
-	collectLock    = "ds-collect.lock"
-)
+// ds collect STORE: fleet.Collect, which runs a NATS server with
+// JetStream in this process (its files in STORE/nats) and the durable
+// consumer of ds ingest nats://… storing what producers publish to it in
+// STORE; natsReport prints what it stores.
 
 func collectCommand() *cli.Command {
 	return &cli.Command{
@@ -143,141 +129,28 @@ func collectAction(ctx context.Context, c *cli.Command) error {
 	return runCollect(ctx, o, root.Writer, root.ErrWriter)
 }
 
-// runCollect opens (or creates) the store, starts the server on its
-// STORE/nats, creates the stream, and ingests until ctx is done; it
-// shuts the server down before it returns.
+// runCollect runs fleet.Collect until ctx is done, printing the ready
+// hint and what is stored.
 func runCollect(ctx context.Context, o collectOptions, stdout, stderr io.Writer) error {
-	// nats-server takes 10 s to give up on an address in use: ask first,
-	// before anything is created.
-	if _, port, _ := net.SplitHostPort(o.listen); port != "0" {
-		l, err := net.Listen("tcp", o.listen)
-		if err != nil {
-			return fmt.Errorf("--listen %s: %w (another ds collect or nats-server?)", o.listen, err)
-		}
-		l.Close()
-	}
-	_, statErr := os.Stat(o.store)
-	created := errors.Is(statErr, fs.ErrNotExist)
-	st, err := segments.CreateStore(o.store)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	srv, lock, err := startCollectServer(o, stderr)
-	if err != nil {
-		if created {
-			// A store this run made for a server that did not start
-			// holds nothing: it is not left behind.
-			st.Close()
-			os.RemoveAll(o.store)
-		}
-		return err
-	}
-	defer lock.Close()
-	defer srv.Shutdown()
-	t, err := fleet.ParseTarget(srv.ClientURL() + "/" + o.prefix)
-	if err != nil {
-		return err
-	}
-	nc, err := fleet.Connect(t, fleet.Auth{Token: o.token}, fleet.ConnectOptions{Name: "ds collect"})
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	initCtx, cancel := context.WithTimeout(ctx, natsAdminTimeout)
-	_, _, err = fleet.InitStream(initCtx, nc, o.prefix, o.limits)
-	cancel()
-	if err != nil && ctx.Err() != nil {
-		return nil // interrupted while starting
-	}
-	if err != nil {
-		return fmt.Errorf("%s: stream %s: %w", t.Display, fleet.StreamName(o.prefix), err)
-	}
-	url := publicURL(t)
-	t.Display = url // the lines name the URL the hint gives
-	if o.urlFile != "" {
-		if err := writeFileAtomic(o.urlFile, url+"\n"); err != nil {
-			return err
-		}
-		defer os.Remove(o.urlFile)
-	}
-	hint := ""
-	if o.token != "" {
-		hint = " (with $DS_NATS_TOKEN set to the token)"
-	}
-	fmt.Fprintf(stderr, "ds: collecting into %s; producers publish with: ds wrap -o %s -- CMD%s\n", ingestSafe(o.store), url, hint)
-	return ingestNATS(ctx, st, nc, t, fleet.IngestOptions{Durable: o.durable}, stdout, stderr)
-}
-
-// startCollectServer locks STORE/nats for this ds collect and starts
-// the server on it; the lock is held until the returned file is closed
-// (after the server's shutdown). nats-server's warnings and errors go to
-// stderr.
-func startCollectServer(o collectOptions, stderr io.Writer) (*fleet.Server, *os.File, error) {
-	natsDir := filepath.Join(o.store, collectNATSDir)
-	if err := os.MkdirAll(natsDir, 0o755); err != nil {
-		return nil, nil, err
-	}
-	lock, err := os.OpenFile(filepath.Join(natsDir, collectLock), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		return nil, nil, fmt.Errorf("%s: another ds collect runs on this store", o.store)
-	}
-	srv, err := fleet.StartServer(fleet.ServerOptions{
-		Listen: o.listen, StoreDir: natsDir, Name: "ds-collect", Token: o.token, SyncAlways: o.sync,
-		Log: func(line string) {
-			// Notices (startup banners) are not worth a line; problems are.
-			if strings.HasPrefix(line, "warning: ") || strings.HasPrefix(line, "error: ") || strings.HasPrefix(line, "fatal: ") {
-				fmt.Fprintf(stderr, "ds: nats-server: %s\n", ingestSafe(line))
+	rep := &natsReport{stdout: stdout, stderr: stderr}
+	stats, err := fleet.Collect(ctx, fleet.CollectOptions{
+		Store: o.store, Prefix: o.prefix, Limits: o.limits, URLFile: o.urlFile,
+		Server: fleet.ServerOptions{Listen: o.listen, Token: o.token, SyncAlways: o.sync,
+			Log: func(line string) {
+				// Notices (startup banners) are not worth a line; problems are.
+				if strings.HasPrefix(line, "warning: ") || strings.HasPrefix(line, "error: ") || strings.HasPrefix(line, "fatal: ") {
+					fmt.Fprintf(stderr, "ds: nats-server: %s\n", ingestSafe(line))
+				}
+			}},
+		Ingest: rep.options(fleet.IngestOptions{Durable: o.durable}),
+		Ready: func(url string) {
+			rep.display = url // the lines name the URL the hint gives
+			hint := ""
+			if o.token != "" {
+				hint = " (with $DS_NATS_TOKEN set to the token)"
 			}
+			fmt.Fprintf(stderr, "ds: collecting into %s; producers publish with: ds wrap -o %s -- CMD%s\n", ingestSafe(o.store), url, hint)
 		},
 	})
-	if err != nil {
-		lock.Close()
-		return nil, nil, err
-	}
-	return srv, lock, nil
-}
-
-// publicURL is the URL producers publish to: t's, with this host's name
-// in place of an address that means every interface (0.0.0.0, ::),
-// which another machine cannot connect to.
-func publicURL(t fleet.Target) string {
-	hostPort := strings.TrimPrefix(t.Servers[0], "nats://")
-	host, port, err := net.SplitHostPort(hostPort)
-	if err != nil {
-		return t.Display
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
-		return t.Display
-	}
-	name, err := os.Hostname()
-	if err != nil || name == "" {
-		name = "127.0.0.1"
-	}
-	return "nats://" + net.JoinHostPort(name, port) + "/" + t.Prefix
-}
-
-// writeFileAtomic writes text to path through a temporary file renamed
-// over it, so that a reader polling path sees nothing or all of it.
-func writeFileAtomic(path, text string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(text)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("--url-file: %w", err)
-	}
-	return nil
+	return rep.finish(ctx, stats, err)
 }

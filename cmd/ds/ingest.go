@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -117,7 +116,7 @@ func ingestAction(ctx context.Context, c *cli.Command) error {
 	if len(args) < 2 {
 		return usagef("want a store directory and at least one input (- for stdin)")
 	}
-	commitBytes, err := ingestParseBytes(c.String("commit-bytes"))
+	commitBytes, err := segments.ParseSize(c.String("commit-bytes"))
 	if err != nil || commitBytes <= 0 || commitBytes > 1<<40 {
 		return usagef("--commit-bytes %q: want a size in bytes, such as 16MiB or 512K", c.String("commit-bytes"))
 	}
@@ -182,7 +181,7 @@ func runIngest(ctx context.Context, st *segments.Store, names []string, stdin io
 		fmt.Fprintf(stderr, "ds: %s\n", ingestSafe(err.Error()))
 	}
 	for i, name := range names {
-		r, closer, err := openIngestInput(name, stdin)
+		r, closer, err := segments.OpenDSSInput(name, stdin)
 		if err != nil {
 			o.fail(stderr, err)
 			continue
@@ -220,45 +219,34 @@ func runIngest(ctx context.Context, st *segments.Store, names []string, stdin io
 			}
 		}
 		if interrupted || ctx.Err() != nil {
-			// A live input (stdin, a pipe) is stopped this way; a file,
-			// or inputs not yet read, are not stored whole: never exit 0
-			// then.
-			stream := live
-			if fi, err := os.Stat(name); err == nil && !fi.Mode().IsRegular() {
-				stream = true // a named pipe, a device
+			rest := notStoredWhole(names, i, live)
+			if len(rest) == 0 {
+				break
 			}
-			if rest := names[i+1:]; !stream || len(rest) > 0 {
-				if !stream {
-					rest = names[i:]
-				}
-				fmt.Fprintf(stderr, "ds: interrupted: not stored whole: %s (ds ingest them again to store the rest)\n", strings.Join(rest, " "))
-				if err := o.status(); err != nil {
-					return err
-				}
-				return &statusError{code: 128 + int(syscall.SIGINT)}
+			fmt.Fprintf(stderr, "ds: interrupted: not stored whole: %s (ds ingest them again to store the rest)\n", strings.Join(rest, " "))
+			if err := o.status(); err != nil {
+				return err
 			}
-			break
+			return &statusError{code: 128 + int(syscall.SIGINT)}
 		}
 	}
 	return o.status()
 }
 
-// ingestFormatError is an input file of a format that the views read but
-// ds ingest does not store (a DSQ1 stream, legacy envelopes): exit 2, as
-// for a file that is no capture.
-type ingestFormatError struct {
-	name  string
-	other bool // a format the views read (DSQ1, legacy envelopes)
-}
-
-func (e *ingestFormatError) Error() string {
-	if !e.other {
-		return e.name + ": not a DSS capture (ds ingest stores DSS captures only)"
+// notStoredWhole returns, after an interruption while names[i] was read,
+// the inputs not stored whole (never exit 0 then): names[i] itself when
+// it is a file, and the inputs not read yet. A live input (stdin, a named
+// pipe, a device) is stopped this way: it counts as whole.
+func notStoredWhole(names []string, i int, live bool) []string {
+	stream := live
+	if fi, err := os.Stat(names[i]); err == nil && !fi.Mode().IsRegular() {
+		stream = true // a named pipe, a device
 	}
-	return e.name + ": not a DSS capture: ds ingest stores DSS captures only (ds log reads this file)"
+	if !stream {
+		return names[i:]
+	}
+	return names[i+1:]
 }
-
-func (e *ingestFormatError) Unwrap() error { return segments.ErrNotCapture }
 
 // ingestLine is the acknowledgement line of what was stored from input.
 func ingestLine(input string, stored, dups, conflicts, trimmed uint64) string {
@@ -267,94 +255,6 @@ func ingestLine(input string, stored, dups, conflicts, trimmed uint64) string {
 		line += fmt.Sprintf(", %d below the trim horizon", trimmed)
 	}
 	return line
-}
-
-// openIngestInput opens an input of ds ingest: "-" is stdin. A regular
-// file must hold a DSS capture (or be empty): one that holds another
-// format is refused with a *notCaptureError (exit 2) or an error saying
-// which (DSQ1 streams and legacy envelopes are read by the views, not
-// stored).
-func openIngestInput(name string, stdin io.Reader) (io.Reader, io.Closer, error) {
-	if name == "-" {
-		return startsDSS(name, stdin, nil)
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if fi.IsDir() {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: is a directory (name its capture files)", name)
-	}
-	if fi.Mode().IsRegular() && fi.Size() > 0 {
-		format, err := segments.Detect(io.NewSectionReader(f, 0, fi.Size()))
-		if errors.Is(err, segments.ErrNotCapture) {
-			f.Close()
-			return nil, nil, &ingestFormatError{name: name}
-		}
-		if err != nil {
-			f.Close()
-			return nil, nil, inputError(name, err)
-		}
-		if format != segments.InputDSS {
-			f.Close()
-			return nil, nil, &ingestFormatError{name: name, other: true}
-		}
-		return f, f, nil
-	}
-	if !fi.Mode().IsRegular() {
-		return startsDSS(name, f, f) // a named pipe, a device: as stdin
-	}
-	return f, f, nil
-}
-
-// startsDSS checks that a live input (stdin, a pipe) starts as a DSS
-// capture does, reading its first 8 bytes only (a producer may be slow):
-// the segment magic, at most two bytes of it damaged, or nothing at all.
-// Anything else is no capture: exit 2, as for a file, not damage.
-func startsDSS(name string, r io.Reader, c io.Closer) (io.Reader, io.Closer, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	b, err := br.Peek(len(segments.Magic))
-	if len(b) == 0 && err == io.EOF {
-		return br, c, nil // empty: an empty capture
-	}
-	if !segments.StartsLikeDSS(b) {
-		if c != nil {
-			c.Close()
-		}
-		return nil, nil, &ingestFormatError{name: name}
-	}
-	return br, c, nil
-}
-
-// ingestParseBytes parses a size in bytes: digits and an optional suffix
-// K, M, G or T (powers of 1024, also spelt KiB, MiB…, KB, MB…, any case)
-// or B.
-func ingestParseBytes(s string) (int64, error) {
-	t := strings.ToUpper(strings.TrimSpace(s))
-	mult := int64(1)
-units:
-	for _, u := range []struct {
-		suffix string
-		m      int64
-	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"", 1}} {
-		for _, spelling := range []string{u.suffix + "IB", u.suffix + "B", u.suffix} {
-			if rest, ok := strings.CutSuffix(t, spelling); ok && spelling != "" && spelling != "IB" {
-				t, mult = rest, u.m
-				break units
-			}
-		}
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("size %q: want a number of bytes, such as 4096, 512K or 16MiB", s)
-	}
-	return n * mult, nil
 }
 
 // ingestSafe returns s with control characters and bytes that are not

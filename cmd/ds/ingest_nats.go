@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/nats-io/nats.go"
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
@@ -19,7 +18,8 @@ import (
 
 // ds ingest STORE nats://HOST:PORT/PREFIX: the store fed by a durable
 // JetStream consumer (fleet.Ingest) instead of files or stdin. ds collect
-// runs the same loop, ingestNATS, next to the server it embeds.
+// runs the same consumer next to the server it embeds (fleet.Collect), and
+// prints what it does with the same natsReport.
 
 // defaultDurable is the durable consumer name of ds ingest's nats://
 // input: ingesters of one name share the work and resume where its
@@ -37,7 +37,7 @@ func ingestNATSFlags() []cli.Flag {
 
 // ingestNATSAction is ds ingest STORE URL: it connects (an unreachable
 // server, no stream for the prefix, JetStream off: exit 1, before the
-// store is created), then runs ingestNATS until SIGINT or SIGTERM, or
+// store is created), then runs fleet.Ingest until SIGINT or SIGTERM, or
 // --idle without a message. commitBytes (--commit-bytes) bounds a batch.
 func ingestNATSAction(ctx context.Context, c *cli.Command, dir, url string, commitBytes int64) error {
 	if c.IsSet("commit-interval") {
@@ -61,7 +61,7 @@ func ingestNATSAction(ctx context.Context, c *cli.Command, dir, url string, comm
 		return err
 	}
 	defer nc.Close()
-	if err := checkNATSStream(nc, t); err != nil {
+	if err := fleet.CheckStreamIfConnected(nc, t); err != nil {
 		return err
 	}
 	ctx, stop := signalContext(ctx)
@@ -73,8 +73,10 @@ func ingestNATSAction(ctx context.Context, c *cli.Command, dir, url string, comm
 		return err
 	}
 	defer st.Close()
+	rep := &natsReport{display: t.Display, stdout: root.Writer, stderr: root.ErrWriter}
 	o := fleet.IngestOptions{Durable: durable, Idle: idle, BatchBytes: int(min(commitBytes, 1<<30))}
-	err = ingestNATS(ctx, st, nc, t, o, root.Writer, root.ErrWriter)
+	stats, err := fleet.Ingest(ctx, nc, t, st, rep.options(o))
+	err = rep.finish(ctx, stats, err)
 	if created && err != nil {
 		if streams, serr := st.Streams(); serr == nil && len(streams) == 0 {
 			st.Close()
@@ -84,37 +86,48 @@ func ingestNATSAction(ctx context.Context, c *cli.Command, dir, url string, comm
 	return err
 }
 
-// ingestNATS stores in st what the durable consumer o.Durable (default
-// "ds-ingest") of t's stream delivers, until ctx is done or o.Idle passes
-// without a message (fleet.Ingest; o.Warn and o.Stored are its own).
+// natsReport prints what fleet.Ingest does for ds ingest nats://… and
+// ds collect, naming the input display (a target's Display form).
 //
 // stdout gets a line for each batch stored and acknowledged, as ds
 // ingest - prints one per commit:
 //
 //	nats://127.0.0.1:4222/ds: 1500 frames stored, 0 duplicates, 0 conflicts (12 messages acknowledged)
 //
-// and, when ctx ends it, the totals "in all … (interrupted)"; a run that
-// stored nothing prints its zero line. Damage, conflicts, messages the
-// server removed before they were read, and outages go to stderr as
-// "ds: …" lines, escaped as ds ingest escapes names. It returns nil when
-// ctx ended it or it was idle (a *statusError with exit 3 when a message
-// was damaged), and the error of a consumer that could not be made or a
-// batch that could not be stored (exit 1): what was not acknowledged is
-// delivered again to the next run.
-func ingestNATS(ctx context.Context, st *segments.Store, nc *nats.Conn, t fleet.Target, o fleet.IngestOptions, stdout, stderr io.Writer) error {
+// and, when ctx ends the run, the totals "in all … (interrupted)"; a run
+// that stored nothing prints its zero line. Damage, conflicts, messages
+// the server removed before they were read, and outages go to stderr as
+// "ds: …" lines, escaped as ds ingest escapes names.
+type natsReport struct {
+	display        string
+	stdout, stderr io.Writer
+	last           fleet.IngestStats
+}
+
+// options returns o with its Warn and Stored set to print, and the
+// default durable name when it has none.
+func (r *natsReport) options(o fleet.IngestOptions) fleet.IngestOptions {
 	if o.Durable == "" {
 		o.Durable = defaultDurable
 	}
 	o.Warn = func(err error) {
-		fmt.Fprintf(stderr, "ds: %s\n", ingestSafe(err.Error()))
+		fmt.Fprintf(r.stderr, "ds: %s\n", ingestSafe(err.Error()))
 	}
-	var last fleet.IngestStats
 	o.Stored = func(s fleet.IngestStats) {
-		line := ingestLine(t.Display, s.Frames-last.Frames, s.Duplicates-last.Duplicates, s.Conflicts-last.Conflicts, 0)
-		fmt.Fprintf(stdout, "%s (%s acknowledged)\n", line, plural(s.Messages-last.Messages, "message"))
-		last = s
+		last := r.last
+		line := ingestLine(r.display, s.Frames-last.Frames, s.Duplicates-last.Duplicates, s.Conflicts-last.Conflicts, 0)
+		fmt.Fprintf(r.stdout, "%s (%s acknowledged)\n", line, plural(s.Messages-last.Messages, "message"))
+		r.last = s
 	}
-	stats, err := fleet.Ingest(ctx, nc, t, st, o)
+	return o
+}
+
+// finish prints the last line of a run that ended with stats and err and
+// returns the command's error: nil when ctx ended it or it was idle (a
+// *statusError with exit 3 when a message was damaged), and the error of
+// a consumer that could not be made or a batch that could not be stored
+// (exit 1): what was not acknowledged is delivered again to the next run.
+func (r *natsReport) finish(ctx context.Context, stats fleet.IngestStats, err error) error {
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil // interrupted while starting: nothing was fetched
@@ -122,7 +135,7 @@ func ingestNATS(ctx context.Context, st *segments.Store, nc *nats.Conn, t fleet.
 		return &safeError{text: ingestSafe(err.Error()), err: err}
 	}
 	if ctx.Err() != nil || stats.Batches == 0 {
-		line := ingestLine(t.Display, stats.Frames, stats.Duplicates, stats.Conflicts, 0)
+		line := ingestLine(r.display, stats.Frames, stats.Duplicates, stats.Conflicts, 0)
 		if stats.Batches > 0 {
 			line += " in all"
 		}
@@ -130,7 +143,7 @@ func ingestNATS(ctx context.Context, st *segments.Store, nc *nats.Conn, t fleet.
 		if ctx.Err() != nil {
 			line += " (interrupted)"
 		}
-		fmt.Fprintln(stdout, line)
+		fmt.Fprintln(r.stdout, line)
 	}
 	if stats.Damaged > 0 {
 		return &statusError{code: exitCorrupt}

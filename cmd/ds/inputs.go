@@ -928,7 +928,7 @@ func openNATS(ctx context.Context, url string) (*natsSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkNATSStream(nc, t); err != nil {
+	if err := fleet.CheckStreamIfConnected(nc, t); err != nil {
 		nc.Close()
 		return nil, err
 	}

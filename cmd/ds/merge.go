@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -148,7 +147,7 @@ type mergeJob struct {
 	quiet     bool
 	recover   bool
 	opts      segments.MergeOptions
-	sel       *mergeSelection
+	sel       *views.MergeSelection
 	stdin     io.Reader
 	stdout    io.Writer
 	stderr    io.Writer
@@ -199,10 +198,12 @@ func mergeAction(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	if j.sel, err = newMergeSelection(sel); err != nil {
+	if j.sel, err = views.NewMergeSelection(sel); errors.Is(err, views.ErrBoundFromStart) {
+		return usagef("--since/--until +DURATION: ds merge reads its inputs once and cannot know their start in advance; give a time (2026-12-01 10:00, -10m, @UNIXSECONDS)")
+	} else if err != nil {
 		return err
 	}
-	j.sel.apply(&j.opts)
+	j.sel.Apply(&j.opts)
 	return j.run(ctx, c.Args().Slice())
 }
 
@@ -230,68 +231,104 @@ func (j *mergeJob) run(ctx context.Context, names []string) error {
 		return o.status()
 	}
 	inputs, total := j.inputs(names)
-	out, err := openMergeOutput(j.out, j.overwrite, j.stdout)
+	out, file, err := createMergeOutput(j.out, j.overwrite, j.stdout)
 	if err != nil {
 		return err
 	}
-	defer out.abort()
+	if file != nil {
+		defer file.Abort()
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	j.opts.Context = ctx
-
 	bar := newMergeBar(j.stderr, total)
+	var n mergeNotes
+	j.watch(bar, &n)
+	rep, err := segments.Merge(inputs, out, j.opts)
+	bar.done()
+	if err != nil {
+		return j.failed(ctx, err)
+	}
+	if file != nil {
+		if err := file.Commit(); err != nil {
+			return err
+		}
+	}
+	return j.finish(rep, n)
+}
+
+// mergeNotes counts the lines of findings a merge printed as it went:
+// conflicts and (ds recover) runs of lost positions, each past
+// maxLostLines counted only.
+type mergeNotes struct{ conflicts, lost int }
+
+// watch sets the progress and finding callbacks of j.opts: the bar, and
+// a stderr line per finding (clearing the bar first).
+func (j *mergeJob) watch(bar *mergeBar, n *mergeNotes) {
 	j.opts.Progress = bar.progress
-	conflicts := 0 // conflict lines printed: past maxLostLines, counted only
 	j.opts.Warn = func(err error) {
 		var ce *segments.ConflictError
 		if errors.As(err, &ce) {
-			if conflicts++; conflicts > maxLostLines {
+			if n.conflicts++; n.conflicts > maxLostLines {
 				return
 			}
 		}
 		bar.clear()
 		fmt.Fprintf(j.stderr, "ds: %v\n", err)
 	}
-	lost := 0 // runs of positions recover could not keep
 	if j.recover {
 		j.opts.Gap = func(s frames.StreamID, g segments.Gap) {
-			if lost++; lost <= maxLostLines {
+			if n.lost++; n.lost <= maxLostLines {
 				bar.clear()
 				fmt.Fprintf(j.stderr, "ds: stream %s: %s lost (%s)\n", s, positionRun(g.From, g.To), plural(g.Count, "frame"))
 			}
 		}
 	}
-	rep, err := segments.Merge(inputs, out, j.opts)
-	bar.done()
-	if err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintf(j.stderr, "ds: interrupted: %s not written\n", j.out)
-			return &statusError{code: 128 + int(syscall.SIGINT)}
-		}
-		if j.out != "-" {
-			err = fmt.Errorf("%w (%s not written)", err, j.out)
-		}
-		if errors.Is(err, segments.ErrNotDSS) {
-			// Not a capture: exit 2, as the views and ds ingest do.
-			fmt.Fprintf(j.stderr, "ds: %v\n", err)
-			return &statusError{code: exitUsage}
-		}
-		return err
+}
+
+// failed returns the error of a merge that did not finish: an
+// interruption (exit 130), an input that is no capture (exit 2, as the
+// views and ds ingest say), or err naming OUT as not written.
+func (j *mergeJob) failed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		fmt.Fprintf(j.stderr, "ds: interrupted: %s not written\n", j.out)
+		return &statusError{code: 128 + int(syscall.SIGINT)}
 	}
-	if err := out.commit(); err != nil {
-		return err
+	if j.out != "-" {
+		err = fmt.Errorf("%w (%s not written)", err, j.out)
 	}
-	if lost > maxLostLines {
-		fmt.Fprintf(j.stderr, "ds: … and %d more runs of lost positions\n", lost-maxLostLines)
+	if errors.Is(err, segments.ErrNotDSS) {
+		fmt.Fprintf(j.stderr, "ds: %v\n", err)
+		return &statusError{code: exitUsage}
+	}
+	return err
+}
+
+// finish prints what a finished merge has to say after its findings (the
+// counts of lines not printed, the filters that matched nothing, the
+// warnings, the summary) and returns its exit status: 3 when an input was
+// damaged or, for ds recover, anything was lost.
+func (j *mergeJob) finish(rep segments.MergeReport, n mergeNotes) error {
+	if n.lost > maxLostLines {
+		fmt.Fprintf(j.stderr, "ds: … and %d more runs of lost positions\n", n.lost-maxLostLines)
 	}
 	if j.sel != nil {
-		j.sel.warn(j.stderr)
+		if none := j.sel.Unmatched(); len(none) > 0 {
+			fmt.Fprintf(j.stderr, "ds: nothing in the inputs matches %s\n", strings.Join(none, ", "))
+		}
+		if ids := j.sel.Untimed(); len(ids) > 0 {
+			names := make([]string, len(ids))
+			for i, id := range ids {
+				names[i] = id.String()
+			}
+			fmt.Fprintf(j.stderr, "ds: warning: --since/--until: %s has no clock records; left out\n", strings.Join(names, ", "))
+		}
 	}
 	if rep.Unknown > 0 {
 		fmt.Fprintf(j.stderr, "ds: warning: %s of types this ds does not know skipped, not copied\n", plural(rep.Unknown, "record"))
 	}
-	if conflicts > maxLostLines {
-		fmt.Fprintf(j.stderr, "ds: … and %d more conflicts\n", conflicts-maxLostLines)
+	if n.conflicts > maxLostLines {
+		fmt.Fprintf(j.stderr, "ds: … and %d more conflicts\n", n.conflicts-maxLostLines)
 	}
 	if rep.Uncompared > 0 {
 		// Never silent: these copies were taken as identical unchecked.
@@ -412,74 +449,24 @@ func openMergeInput(name string, stdin io.Reader) (io.ReadCloser, error) {
 	return f, nil
 }
 
-// mergeOutput is where ds merge writes: stdout, or a temporary file next
-// to OUT that commit renames to OUT.
-type mergeOutput struct {
-	io.Writer
-	f    *os.File // the temporary file; nil for stdout
-	name string   // OUT
-	done bool
-}
-
-// openMergeOutput checks OUT and creates the temporary file. An existing
-// OUT is refused unless overwrite; a terminal is refused for -.
-func openMergeOutput(name string, overwrite bool, stdout io.Writer) (*mergeOutput, error) {
+// createMergeOutput checks OUT and returns where the merge writes: stdout
+// for - (refused on a terminal), or a segments.OutputFile that commit
+// renames onto OUT (file is nil for stdout).
+func createMergeOutput(name string, overwrite bool, stdout io.Writer) (w io.Writer, file *segments.OutputFile, err error) {
 	if name == "-" {
 		if f, ok := stdout.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-			return nil, usagef("refusing to write a binary capture to a terminal; redirect stdout or use -o FILE")
+			return nil, nil, usagef("refusing to write a binary capture to a terminal; redirect stdout or use -o FILE")
 		}
-		return &mergeOutput{Writer: stdout, name: name}, nil
+		return stdout, nil, nil
 	}
-	fi, err := os.Stat(name)
-	switch {
-	case err == nil && fi.IsDir():
-		return nil, fmt.Errorf("%s is a directory: name the capture file to write", name)
-	case err == nil && !overwrite:
-		return nil, fmt.Errorf("%s exists: not replacing it (use --overwrite to replace it)", name)
-	case err == nil && !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s is not a regular file: not replacing it", name)
-	case err != nil && !errors.Is(err, os.ErrNotExist):
-		return nil, err
-	}
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp-*")
-	if err != nil {
-		return nil, err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, err
-	}
-	return &mergeOutput{Writer: f, f: f, name: name}, nil
-}
-
-// commit syncs the temporary file and renames it to OUT.
-func (o *mergeOutput) commit() error {
-	if o.f == nil {
-		o.done = true
-		return nil
-	}
-	err := o.f.Sync()
-	if cerr := o.f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(o.f.Name(), o.name)
+	file, err = segments.CreateOutputFile(name, overwrite)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, nil, fmt.Errorf("%s exists: not replacing it (use --overwrite to replace it)", name)
 	}
 	if err != nil {
-		return fmt.Errorf("write %s: %w", o.name, err)
+		return nil, nil, err
 	}
-	o.done = true
-	return nil
-}
-
-// abort removes the temporary file unless committed.
-func (o *mergeOutput) abort() {
-	if o.done || o.f == nil {
-		return
-	}
-	o.f.Close()
-	os.Remove(o.f.Name())
+	return file, file, nil
 }
 
 // mergeBar is the progress bar of ds merge: shown on a terminal stderr
@@ -535,177 +522,5 @@ func (b *mergeBar) done() {
 	if b.bar != nil {
 		_ = b.bar.Finish()
 		_ = b.bar.Clear()
-	}
-}
-
-// mergeSelection is what ds merge's filters keep, and which of them
-// matched something.
-type mergeSelection struct {
-	sel       views.Selection
-	streamHit []bool // per --node, --stream, --origin value: a stream matched
-	chanHit   []bool // per -c, --content value: a channel matched
-	clock     map[frames.StreamID]int64
-	untimed   map[frames.StreamID]bool
-	untimedIn []frames.StreamID
-}
-
-// newMergeSelection checks the filters ds merge can apply.
-func newMergeSelection(sel views.Selection) (*mergeSelection, error) {
-	for _, b := range []*views.TimeBound{sel.Since, sel.Until} {
-		if b != nil && b.FromStart {
-			return nil, usagef("--since/--until +DURATION: ds merge reads its inputs once and cannot know their start in advance; give a time (2026-12-01 10:00, -10m, @UNIXSECONDS)")
-		}
-	}
-	m := &mergeSelection{
-		sel:       sel,
-		streamHit: make([]bool, len(sel.Nodes)+len(sel.Streams)+len(sel.Origins)),
-		chanHit:   make([]bool, len(sel.Channels)+len(sel.Contents)),
-	}
-	return m, nil
-}
-
-// apply sets the filters of opts.
-func (m *mergeSelection) apply(opts *segments.MergeOptions) {
-	if len(m.streamHit) > 0 {
-		opts.Select = m.stream
-	}
-	if len(m.chanHit) > 0 {
-		opts.Channels = m.channel
-	}
-	if m.sel.Positions != nil || m.sel.Since != nil || m.sel.Until != nil {
-		opts.Frame = m.frame
-	}
-}
-
-// stream decides a stream: every filter kind given must match.
-func (m *mergeSelection) stream(d frames.StreamDescriptor) bool {
-	s := &m.sel
-	i := 0
-	ok := true
-	match := func(hit bool) {
-		if hit {
-			m.streamHit[i] = true
-		}
-		i++
-	}
-	oneOf := func(n int, f func(k int) bool) {
-		found := n == 0
-		for k := range n {
-			hit := f(k)
-			match(hit)
-			found = found || hit
-		}
-		ok = ok && found
-	}
-	oneOf(len(s.Nodes), func(k int) bool { return d.Stream.Node == s.Nodes[k] })
-	oneOf(len(s.Streams), func(k int) bool { return d.Stream == s.Streams[k] })
-	oneOf(len(s.Origins), func(k int) bool { return d.Origin == s.Origins[k] })
-	return ok
-}
-
-// channel decides a channel: its content must be one --content names
-// (when given) and its name one -c names (when given).
-func (m *mergeSelection) channel(_ frames.StreamID, d frames.ChannelDescriptor) bool {
-	s := &m.sel
-	okName := len(s.Channels) == 0
-	for k, f := range s.Channels {
-		if f.Match(d) {
-			okName = true
-			m.chanHit[k] = true
-		}
-	}
-	okContent := len(s.Contents) == 0
-	for k, c := range s.Contents {
-		if d.Content.Kind == c {
-			okContent = true
-			m.chanHit[len(s.Channels)+k] = true
-		}
-	}
-	return okName && okContent
-}
-
-// frame applies --positions, --since and --until to a frame in position
-// order: its time is its stream's latest clock reading.
-func (m *mergeSelection) frame(s frames.StreamID, d *frames.ChannelDescriptor, f frames.Frame) bool {
-	if p := m.sel.Positions; p != nil && (f.Position < p.From || f.Position > p.To) {
-		return false
-	}
-	if m.sel.Since == nil && m.sel.Until == nil {
-		return true
-	}
-	if m.clock == nil {
-		m.clock, m.untimed = map[frames.StreamID]int64{}, map[frames.StreamID]bool{}
-	}
-	if d != nil && d.Name == frames.ClockChannel {
-		if c, err := frames.DecodeRecord(f.Payload, frames.ClockRecord{UnixNS: -1}); err == nil && c.UnixNS >= 0 {
-			m.clock[s] = c.UnixNS
-		}
-	}
-	ns, ok := m.clock[s]
-	if !ok {
-		if !m.untimed[s] {
-			m.untimed[s] = true
-			m.untimedIn = append(m.untimedIn, s)
-		}
-		return false
-	}
-	if b := m.sel.Since; b != nil && ns < b.UnixNS {
-		return false
-	}
-	if b := m.sel.Until; b != nil && ns > b.UnixNS {
-		return false
-	}
-	return true
-}
-
-// warn names on stderr the filters that matched nothing and, under
-// --since/--until, the streams without any clock reading.
-func (m *mergeSelection) warn(w io.Writer) {
-	var none []string
-	s := &m.sel
-	for k, f := range s.Channels {
-		if !m.chanHit[k] {
-			name := f.Value
-			if f.Kind == frames.ChannelsPrefix {
-				name += "*"
-			}
-			none = append(none, "-c "+name)
-		}
-	}
-	for k, c := range s.Contents {
-		if !m.chanHit[len(s.Channels)+k] {
-			none = append(none, "--content "+strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(c.String(), "Stream"), "Record")))
-		}
-	}
-	i := 0
-	for _, n := range s.Nodes {
-		if !m.streamHit[i] {
-			none = append(none, "--node "+string(n))
-		}
-		i++
-	}
-	for _, id := range s.Streams {
-		if !m.streamHit[i] {
-			none = append(none, "--stream "+id.String())
-		}
-		i++
-	}
-	for _, o := range s.Origins {
-		if !m.streamHit[i] {
-			none = append(none, "--origin "+o.String())
-		}
-		i++
-	}
-	if len(none) > 0 {
-		fmt.Fprintf(w, "ds: nothing in the inputs matches %s\n", strings.Join(none, ", "))
-	}
-	var names []string
-	for _, id := range m.untimedIn {
-		if _, ok := m.clock[id]; !ok {
-			names = append(names, id.String())
-		}
-	}
-	if len(names) > 0 {
-		fmt.Fprintf(w, "ds: warning: --since/--until: %s has no clock records; left out\n", strings.Join(names, ", "))
 	}
 }

@@ -9,20 +9,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
+	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
 // ds nats init|status: the JetStream stream that carries the captures
 // published with -o nats://… (pkg/fleet), created with its retention
 // limits and inspected. ds collect creates the same stream on its own
 // server (collect.go).
-
-// natsAdminTimeout bounds the JetStream API calls of ds nats (a server
-// that answers at all answers within it).
-const natsAdminTimeout = 10 * time.Second
 
 const natsDescription = `Producers publish to a NATS server with -o nats://HOST:PORT/PREFIX;
 ds ingest, ds log and ds tail read from it. A JetStream stream keeps the
@@ -112,7 +108,7 @@ func streamLimits(c *cli.Command, o *fleet.StreamOptions) error {
 	}
 	o.MaxBytes = -1
 	if s := c.String("max-bytes"); !isNone(s) {
-		n, err := ingestParseBytes(s)
+		n, err := segments.ParseSize(s)
 		if err != nil {
 			return usagef("--max-bytes %q: want a size such as 500MB or 10GiB, or none", s)
 		}
@@ -202,7 +198,7 @@ func natsInitAction(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	defer nc.Close()
-	ctx, cancel := context.WithTimeout(ctx, natsAdminTimeout)
+	ctx, cancel := context.WithTimeout(ctx, fleet.AdminTimeout)
 	defer cancel()
 	cfg, created, err := fleet.InitStream(ctx, nc, t.Prefix, opts)
 	if err != nil {
@@ -212,23 +208,8 @@ func natsInitAction(ctx context.Context, c *cli.Command) error {
 	if created {
 		verb = "created"
 	}
-	_, err = fmt.Fprintf(root.Writer, "%s stream %s: %s\n", verb, cfg.Name, describeStreamLimits(cfg))
+	_, err = fmt.Fprintf(root.Writer, "%s stream %s: %s\n", verb, cfg.Name, fleet.DescribeStream(cfg))
 	return err
-}
-
-// describeStreamLimits is what ds nats init and ds nats status say of a
-// stream's configuration: "subjects ds.s.>, max age 168h0m0s, max bytes
-// 10 GiB, replicas 1, duplicate window 2m0s".
-func describeStreamLimits(cfg jetstream.StreamConfig) string {
-	age, size := "none", "none"
-	if cfg.MaxAge > 0 {
-		age = cfg.MaxAge.String()
-	}
-	if cfg.MaxBytes > 0 {
-		size = formatBytes(uint64(cfg.MaxBytes))
-	}
-	return fmt.Sprintf("subjects %s, max age %s, max bytes %s, replicas %d, duplicate window %s",
-		strings.Join(cfg.Subjects, " "), age, size, cfg.Replicas, cfg.Duplicates)
 }
 
 func natsStatusCommand() *cli.Command {
@@ -289,13 +270,9 @@ func natsStatusAction(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	defer nc.Close()
-	ctx, cancel := context.WithTimeout(ctx, natsAdminTimeout)
+	ctx, cancel := context.WithTimeout(ctx, fleet.AdminTimeout)
 	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("%s: %w", t.Display, err)
-	}
-	st, err := natsStreamStatus(ctx, js, t)
+	st, err := fleet.StreamStatus(ctx, nc, t)
 	if err != nil {
 		return err
 	}
@@ -308,141 +285,8 @@ func natsStatusAction(ctx context.Context, c *cli.Command) error {
 	if c.Bool("utc") {
 		loc = time.UTC
 	}
-	_, err = io.WriteString(root.Writer, st.text(loc))
+	_, err = io.WriteString(root.Writer, st.Text(loc))
 	return err
-}
-
-// natsStatus is what ds nats status prints (the --json object; see its
-// help for the fields).
-type natsStatus struct {
-	URL         string         `json:"url"`
-	Stream      string         `json:"stream"`
-	Subjects    []string       `json:"subjects"`
-	Messages    uint64         `json:"messages"`
-	Bytes       uint64         `json:"bytes"`
-	FirstSeq    uint64         `json:"first_seq"`
-	FirstTime   *time.Time     `json:"first_time"`
-	LastSeq     uint64         `json:"last_seq"`
-	LastTime    *time.Time     `json:"last_time"`
-	Streams     uint64         `json:"streams"`
-	MaxAgeMS    int64          `json:"max_age_ms"`
-	MaxBytes    int64          `json:"max_bytes"`
-	Replicas    int            `json:"replicas"`
-	DuplicateMS int64          `json:"duplicate_window_ms"`
-	Consumers   []natsConsumer `json:"consumers"`
-	cfg         jetstream.StreamConfig
-}
-
-// natsConsumer is one consumer of the stream in ds nats status: Pending
-// messages not delivered yet, Unacknowledged ones delivered and waiting
-// for an acknowledgement, Redelivered ones delivered more than once, and
-// AckFloorSeq the stream sequence up to which all are acknowledged.
-type natsConsumer struct {
-	Name           string `json:"name"`
-	Durable        bool   `json:"durable"`
-	Pending        uint64 `json:"pending"`
-	Unacknowledged int    `json:"unacknowledged"`
-	Redelivered    int    `json:"redelivered"`
-	AckFloorSeq    uint64 `json:"ack_floor_seq"`
-}
-
-// natsStreamStatus reads the state of the stream that takes t's subjects
-// and of its consumers (sorted by name, as the server lists them).
-func natsStreamStatus(ctx context.Context, js jetstream.JetStream, t fleet.Target) (natsStatus, error) {
-	var st natsStatus
-	name, err := fleet.FindStream(ctx, js, t)
-	if err != nil {
-		return st, err
-	}
-	s, err := js.Stream(ctx, name)
-	if err != nil {
-		return st, fmt.Errorf("%s: stream %s: %w", t.Display, name, err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return st, fmt.Errorf("%s: stream %s: %w", t.Display, name, err)
-	}
-	cfg, state := info.Config, info.State
-	st = natsStatus{
-		URL: t.Display, Stream: cfg.Name, Subjects: cfg.Subjects,
-		Messages: state.Msgs, Bytes: state.Bytes,
-		FirstSeq: state.FirstSeq, LastSeq: state.LastSeq, Streams: state.NumSubjects,
-		MaxAgeMS: cfg.MaxAge.Milliseconds(), MaxBytes: max(cfg.MaxBytes, 0),
-		Replicas: cfg.Replicas, DuplicateMS: cfg.Duplicates.Milliseconds(),
-		Consumers: []natsConsumer{}, cfg: cfg,
-	}
-	if st.Subjects == nil {
-		st.Subjects = []string{}
-	}
-	if state.Msgs > 0 {
-		first, last := state.FirstTime.UTC(), state.LastTime.UTC()
-		st.FirstTime, st.LastTime = &first, &last
-	}
-	list := s.ListConsumers(ctx)
-	for ci := range list.Info() {
-		st.Consumers = append(st.Consumers, natsConsumer{
-			Name: ci.Name, Durable: ci.Config.Durable != "",
-			Pending: ci.NumPending, Unacknowledged: ci.NumAckPending,
-			Redelivered: ci.NumRedelivered, AckFloorSeq: ci.AckFloor.Stream,
-		})
-	}
-	if err := list.Err(); err != nil {
-		return st, fmt.Errorf("%s: stream %s: list consumers: %w", t.Display, name, err)
-	}
-	return st, nil
-}
-
-// natsTimeLayout is how ds nats status shows a time: RFC 3339 to the
-// millisecond.
-const natsTimeLayout = "2006-01-02T15:04:05.000Z07:00"
-
-// text renders st for ds nats status, times in loc.
-func (st natsStatus) text(loc *time.Location) string {
-	var b strings.Builder
-	line := func(key, format string, args ...any) {
-		fmt.Fprintf(&b, "%-10s %s\n", key, fmt.Sprintf(format, args...))
-	}
-	line("stream", "%s on %s", st.Stream, st.URL)
-	line("messages", "%d (%s)", st.Messages, formatBytes(st.Bytes))
-	if st.FirstTime == nil {
-		line("first", "none")
-		line("last", "none")
-	} else {
-		line("first", "%s (sequence %d)", st.FirstTime.In(loc).Format(natsTimeLayout), st.FirstSeq)
-		line("last", "%s (sequence %d)", st.LastTime.In(loc).Format(natsTimeLayout), st.LastSeq)
-	}
-	line("streams", "%d", st.Streams)
-	line("limits", "%s", describeStreamLimits(st.cfg))
-	if len(st.Consumers) == 0 {
-		line("consumers", "none")
-	}
-	for _, c := range st.Consumers {
-		kind := "durable"
-		if !c.Durable {
-			kind = "reader"
-		}
-		line("consumer", "%s: %s, %d pending, %d unacknowledged", ingestSafe(c.Name), kind, c.Pending, c.Unacknowledged)
-	}
-	return b.String()
-}
-
-// formatBytes says n bytes in the largest binary unit that keeps it
-// readable: "512 bytes", "10 GiB", "3.1 MiB".
-func formatBytes(n uint64) string {
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	if n < 1024 {
-		return plural(n, "byte")
-	}
-	u, v := -1, n
-	for v >= 1024 && u+1 < len(units) {
-		v /= 1024
-		u++
-	}
-	div := uint64(1) << (10 * (u + 1))
-	if n%div == 0 {
-		return fmt.Sprintf("%d %s", n/div, units[u])
-	}
-	return fmt.Sprintf("%.1f %s", float64(n)/float64(div), units[u])
 }
 
 // isNone reports whether a limit flag's value says "no limit".

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/urfave/cli/v3"
@@ -42,7 +40,8 @@ func natsAuthFrom(c *cli.Command) (fleet.Auth, error) {
 	return a, nil
 }
 
-// dialNATS connects to the target named by url for command name. With
+// dialNATS connects to the target named by url for command name
+// (fleet.Dial): a URL that does not parse is a usage error (exit 2). With
 // retry (a producer), a server that does not answer is not an error: the
 // connection keeps trying in the background, and warn is told once.
 // Without it, an unreachable server is an error naming the target.
@@ -51,22 +50,8 @@ func dialNATS(url string, auth fleet.Auth, name string, retry bool, warn io.Writ
 	if err != nil {
 		return nil, t, usagef("%v", err)
 	}
-	nc, err := fleet.Connect(t, auth, fleet.ConnectOptions{Name: name, Timeout: 3 * time.Second})
-	if err == nil || !retry || !fleet.Unreachable(err) {
-		return nc, t, err
-	}
-	fmt.Fprintf(warn, "ds: warning: %v; trying again in the background (what cannot wait for it is lost to that output and recorded)\n", err)
-	nc, err = fleet.Connect(t, auth, fleet.ConnectOptions{Name: name, Timeout: 3 * time.Second, Retry: true})
+	nc, err := fleet.Dial(t, auth, fleet.DialOptions{Name: name, Retry: retry, Warn: func(err error) {
+		fmt.Fprintf(warn, "ds: warning: %v; trying again in the background (what cannot wait for it is lost to that output and recorded)\n", err)
+	}})
 	return nc, t, err
-}
-
-// checkNATSStream checks, when nc is connected, that JetStream takes t's
-// subjects (ds nats init): within 5 s.
-func checkNATSStream(nc *nats.Conn, t fleet.Target) error {
-	if !nc.IsConnected() {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return fleet.CheckStream(ctx, nc, t)
 }

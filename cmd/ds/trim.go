@@ -1,14 +1,10 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -83,13 +79,11 @@ would be passed, 2 on a bad command line or a STORE that is no store.`,
 
 // trimOptions is what ds trim was asked.
 type trimOptions struct {
-	before    string // --before, as given
-	keepBytes int64  // --keep-bytes; < 0 when not given
-	streams   []frames.StreamID
+	before    segments.TrimBefore // --before, --stream (with --before)
+	position  string              // --before POS, as given ("" for a time)
+	keepBytes int64               // --keep-bytes; < 0 when not given
 	respect   bool
 	dryRun    bool
-	loc       *time.Location
-	now       time.Time
 }
 
 // oneStore returns the one STORE argument of ds trim and ds collect.
@@ -109,18 +103,20 @@ func trimAction(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	opts := trimOptions{before: c.String("before"), keepBytes: -1, respect: c.Bool("respect-consumers"), dryRun: c.Bool("dry-run"), loc: time.Local, now: time.Now()}
+	opts := trimOptions{keepBytes: -1, respect: c.Bool("respect-consumers"), dryRun: c.Bool("dry-run")}
+	loc := time.Local
 	if c.Bool("utc") {
-		opts.loc = time.UTC
+		loc = time.UTC
 	}
+	before := c.String("before")
 	hasBefore, hasKeep := c.IsSet("before"), c.IsSet("keep-bytes")
 	switch {
 	case hasBefore == hasKeep:
 		return usagef("give one of --before POS|TIME and --keep-bytes N")
-	case hasBefore && opts.before == "":
+	case hasBefore && before == "":
 		return usagef("--before: want a position or a time")
 	case hasKeep:
-		n, err := ingestParseBytes(c.String("keep-bytes"))
+		n, err := segments.ParseSize(c.String("keep-bytes"))
 		if err != nil {
 			return usagef("--keep-bytes %q: want a size in bytes, such as 0, 4096 or 10GiB", c.String("keep-bytes"))
 		}
@@ -134,15 +130,16 @@ func trimAction(ctx context.Context, c *cli.Command) error {
 		if err != nil {
 			return usagef("--stream %q: want NODE#LIFE (%v)", s, err)
 		}
-		opts.streams = append(opts.streams, id)
+		opts.before.Streams = append(opts.before.Streams, id)
 	}
-	var bound *views.TimeBound
-	if hasBefore && !isDecimal(opts.before) {
-		b, err := views.ParseTimeBound(opts.before, opts.now, opts.loc)
+	if hasBefore && isDecimal(before) {
+		opts.position = before
+	} else if hasBefore {
+		b, err := views.ParseTimeBound(before, time.Now(), loc)
 		if err != nil {
-			return usagef("--before %q: want a position or a time (%v)", opts.before, err)
+			return usagef("--before %q: want a position or a time (%v)", before, err)
 		}
-		bound = &b
+		opts.before.Time = &segments.TrimTime{UnixNS: b.UnixNS, FromStart: b.FromStart, Offset: b.Offset}
 	}
 	st, err := segments.OpenStore(store)
 	if errors.Is(err, segments.ErrNotStore) {
@@ -153,7 +150,7 @@ func trimAction(ctx context.Context, c *cli.Command) error {
 	}
 	defer st.Close()
 	root := c.Root()
-	return runTrim(st, opts, bound, root.Writer, root.ErrWriter)
+	return runTrim(st, opts, root.Writer, root.ErrWriter)
 }
 
 // isDecimal reports whether s is a plain decimal number (a position).
@@ -171,53 +168,22 @@ func isDecimal(s string) bool {
 
 // runTrim plans the trim of st, checks it against the consumers, and does
 // it (unless a dry run), printing a line per stream.
-func runTrim(st *segments.Store, opts trimOptions, bound *views.TimeBound, stdout, stderr io.Writer) error {
-	streams, err := st.Streams()
+func runTrim(st *segments.Store, opts trimOptions, stdout, stderr io.Writer) error {
+	plan, err := planTrim(st, opts, stderr)
 	if err != nil {
 		return err
 	}
-	byID := make(map[frames.StreamID]segments.StoreStream, len(streams))
-	for _, ss := range streams {
-		byID[ss.Desc.Stream] = ss
-	}
-	var plan []segments.TrimReport
-	if opts.keepBytes >= 0 {
-		if plan, err = st.PlanTrimBytes(opts.keepBytes); err != nil {
-			return err
-		}
-	} else {
-		selected := streams
-		if len(opts.streams) > 0 {
-			selected = nil
-			for _, id := range opts.streams {
-				ss, ok := byID[id]
-				if !ok {
-					return fmt.Errorf("%s: no stream %s in this store", st.Dir(), ingestSafe(id.String()))
-				}
-				if !slices.ContainsFunc(selected, func(s segments.StoreStream) bool { return s.Desc.Stream == id }) {
-					selected = append(selected, ss)
-				}
-			}
-		}
-		for _, ss := range selected {
-			h, ok, err := trimHorizon(st, ss, opts.before, bound)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				fmt.Fprintf(stderr, "ds: %s: no datastream.clock records: no time to trim by; left alone\n", ingestSafe(ss.Desc.Stream.String()))
-				continue
-			}
-			rep, err := st.PlanTrim(ss.Desc.Stream, h)
-			if err != nil {
-				return err
-			}
-			plan = append(plan, rep)
-		}
-	}
 	if opts.respect {
-		if err := checkConsumers(st, plan, byID); err != nil {
+		passed, err := st.PassedConsumers(plan)
+		if err != nil {
 			return err
+		}
+		if len(passed) > 0 {
+			lines := make([]string, len(passed))
+			for i, p := range passed {
+				lines[i] = ingestSafe(p.String())
+			}
+			return errors.New(strings.Join(lines, "\nds: ") + "\nds: --respect-consumers: nothing trimmed")
 		}
 	}
 	for _, p := range plan {
@@ -234,113 +200,29 @@ func runTrim(st *segments.Store, opts trimOptions, bound *views.TimeBound, stdou
 	return nil
 }
 
-// checkConsumers refuses a plan that trims past a consumer's saved cursor:
-// a consumer needs the positions after its cursor (all of a stream it has
-// not read).
-func checkConsumers(st *segments.Store, plan []segments.TrimReport, byID map[frames.StreamID]segments.StoreStream) error {
-	names, err := st.Consumers()
+// planTrim returns what opts asks to trim of st (segments.Store.PlanTrimBytes
+// or PlanTrimBefore), naming on stderr the streams without a time to trim
+// by.
+func planTrim(st *segments.Store, opts trimOptions, stderr io.Writer) ([]segments.TrimReport, error) {
+	if opts.keepBytes >= 0 {
+		return st.PlanTrimBytes(opts.keepBytes)
+	}
+	b := opts.before
+	var overflow bool
+	if opts.position != "" {
+		p, err := strconv.ParseUint(opts.position, 10, 64)
+		b.Position, overflow = frames.Position(p), err != nil
+	}
+	plan, err := st.PlanTrimBefore(b)
+	for _, id := range plan.Untimed {
+		fmt.Fprintf(stderr, "ds: %s: no datastream.clock records: no time to trim by; left alone\n", ingestSafe(id.String()))
+	}
 	if err != nil {
-		return err
+		return nil, &safeError{text: ingestSafe(err.Error()), err: err}
 	}
-	var refusals []string
-	for _, p := range plan {
-		if p.Before <= byID[p.Stream].Before {
-			continue // nothing new trimmed
-		}
-		for _, name := range names {
-			cur, _, err := st.Consumer(name)
-			if err != nil {
-				return err
-			}
-			pos, read := cur[p.Stream]
-			switch {
-			case !read:
-				refusals = append(refusals, fmt.Sprintf("%s: trimming below position %d would pass consumer %q, which has not read this stream", ingestSafe(p.Stream.String()), p.Before, name))
-			case p.Before > pos+1:
-				refusals = append(refusals, fmt.Sprintf("%s: trimming below position %d would pass consumer %q, whose saved cursor is %d (it still needs %d on)", ingestSafe(p.Stream.String()), p.Before, name, pos, pos+1))
-			}
-		}
+	if overflow && len(plan.Reports) > 0 {
+		// Refused once a stream is to be trimmed, as ever.
+		return nil, usagef("--before %q: a position must be below 2^64", opts.position)
 	}
-	if len(refusals) > 0 {
-		return errors.New(strings.Join(refusals, "\nds: ") + "\nds: --respect-consumers: nothing trimmed")
-	}
-	return nil
-}
-
-// trimHorizon returns the horizon that --before asks of stream ss: the
-// position given, or for a time the position of the first
-// datastream.clock record at or after it (one past the last frame when
-// every record is before it). ok is false for a time and a stream without
-// clock records.
-func trimHorizon(st *segments.Store, ss segments.StoreStream, before string, bound *views.TimeBound) (frames.Position, bool, error) {
-	if bound == nil {
-		p, err := strconv.ParseUint(before, 10, 64)
-		if err != nil {
-			return 0, false, usagef("--before %q: a position must be below 2^64", before)
-		}
-		return frames.Position(p), true, nil
-	}
-	var clock frames.ChannelID
-	for _, ch := range ss.Channels {
-		if ch.Name == frames.ClockChannel {
-			clock = ch.ID
-		}
-	}
-	if clock == 0 {
-		return 0, false, nil
-	}
-	rc, err := st.OpenStream(ss.Desc.Stream)
-	if err != nil {
-		return 0, false, err
-	}
-	defer rc.Close()
-	type reading struct {
-		pos    frames.Position
-		unixNS int64
-	}
-	var readings []reading
-	var last frames.Position
-	r := segments.NewReader(rc, segments.ReaderOptions{SkipSummaries: true})
-	var e segments.Entry
-	for {
-		err := r.NextView(&e)
-		if err == io.EOF {
-			break
-		}
-		var ce *segments.CorruptError
-		if errors.As(err, &ce) {
-			continue // a damaged chunk: what reads is used
-		}
-		if err != nil {
-			return 0, false, fmt.Errorf("%s: %s: %w", st.Dir(), ingestSafe(ss.Desc.Stream.String()), err)
-		}
-		if e.Kind != segments.EntryFrame {
-			continue
-		}
-		last = max(last, e.Frame.Position)
-		if e.Frame.Channel != clock {
-			continue
-		}
-		var rec frames.ClockRecord
-		if json.Unmarshal(e.Frame.Payload, &rec) == nil && rec.UnixNS != 0 {
-			readings = append(readings, reading{e.Frame.Position, rec.UnixNS})
-		}
-	}
-	if len(readings) == 0 {
-		return 0, false, nil
-	}
-	slices.SortFunc(readings, func(a, b reading) int { return cmp.Compare(a.pos, b.pos) })
-	t := bound.UnixNS
-	if bound.FromStart {
-		t = readings[0].unixNS + bound.Offset.Nanoseconds()
-	}
-	for _, rd := range readings {
-		if rd.unixNS >= t {
-			return rd.pos, true, nil
-		}
-	}
-	if last == math.MaxUint64 {
-		return last, true, nil // the horizon cannot pass position 2^64−1
-	}
-	return last + 1, true, nil
+	return plan.Reports, nil
 }

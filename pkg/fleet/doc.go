@@ -48,6 +48,15 @@
 // ingesters with one durable name share the work. [NewReader] reads with an
 // ephemeral ordered consumer for the views.
 //
-// [StartServer] runs nats-server in-process (ds collect), and [InitStream]
-// creates the JetStream stream with its retention limits (ds nats init).
+// # Servers and streams
+//
+// [Dial] connects to a target as the commands do (a producer keeps trying
+// in the background; a reader or an ingester gives up at once), and
+// [CheckStreamIfConnected] checks that the prefix has its stream.
+// [StartServer] runs nats-server in-process; [Collect] is ds collect
+// (that server, its files in STORE/nats, the stream and an Ingest into
+// STORE in one call). [InitStream] creates the JetStream stream with its
+// retention limits (ds nats init, described by [DescribeStream]), and
+// [StreamStatus] reads what it holds and how far each consumer has read
+// (ds nats status, rendered by [Status.Text] or as JSON).
 package fleet

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"time"
@@ -36,7 +37,8 @@ type ServerOptions struct {
 // A Server is nats-server running in this process with JetStream enabled
 // (ds collect, and the tests): fleet capture without infrastructure.
 type Server struct {
-	s *server.Server
+	s    *server.Server
+	lock io.Closer // the store's lock ([Collect]), released after Shutdown
 }
 
 // StartServer starts nats-server in this process, JetStream on and its
@@ -90,10 +92,14 @@ func StartServer(o ServerOptions) (*Server, error) {
 // ClientURL returns the URL clients connect to ("nats://127.0.0.1:4222").
 func (s *Server) ClientURL() string { return s.s.ClientURL() }
 
-// Shutdown stops the server and waits until it has.
+// Shutdown stops the server and waits until it has; a server that
+// [Collect] started then releases the store's lock.
 func (s *Server) Shutdown() {
 	s.s.Shutdown()
 	s.s.WaitForShutdown()
+	if s.lock != nil {
+		s.lock.Close()
+	}
 }
 
 // logger passes nats-server's notices, warnings and errors to a function,

@@ -45,6 +45,12 @@
 // cursors ([Store.SaveConsumer]). Its directory layout is documented on
 // [Store].
 //
+// [Merge] rebuilds any set of captures into one (ds merge, ds recover),
+// written in place through an [OutputFile]; [Store.PlanTrimBefore] and
+// [Store.PassedConsumers] plan a trim by position or time and check it
+// against the consumers' cursors (ds trim). [ParseSize] reads the byte
+// sizes of ds's flags.
+//
 // Encoding of single records lives in package wireformat, whose sentinel
 // errors (wireformat.ErrChecksum, ErrBadMagic, ErrUnknownVersion, …) the
 // CorruptError wraps. Payloads are opaque here: only views decode them.

@@ -1,0 +1,50 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Collect writes its URL file when ready, holds the store against a
+// second Collect, and removes the file when interrupted.
+func TestCollect(t *testing.T) {
+	dir := t.TempDir()
+	store, urlFile := filepath.Join(dir, "store"), filepath.Join(dir, "url")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := Collect(ctx, CollectOptions{Store: store, Server: ServerOptions{Listen: "127.0.0.1:0"}, URLFile: urlFile,
+			Ready: func(url string) { ready <- url }})
+		done <- err
+	}()
+	var url string
+	select {
+	case url = <-ready:
+	case err := <-done:
+		t.Fatal(err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("not ready within 30 s")
+	}
+	if b, err := os.ReadFile(urlFile); err != nil || string(b) != url+"\n" || !strings.HasSuffix(url, "/ds") {
+		t.Fatalf("url file %q %v, Ready %q", b, err, url)
+	}
+	_, err := Collect(context.Background(), CollectOptions{Store: store, Server: ServerOptions{Listen: "127.0.0.1:0"}})
+	if err == nil || !strings.Contains(err.Error(), "another ds collect runs on this store") {
+		t.Errorf("second Collect: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		// Interrupted while the consumer starts: ctx's error.
+		t.Fatalf("interrupted: %v", err)
+	}
+	if _, err := os.Stat(urlFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("url file after exit: %v", err)
+	}
+}
