@@ -3,6 +3,7 @@
 //	cmd/ds → views → segments → catalogfile → wireformat → frames
 //	         hostprobe → frames;  proc → frames
 //	cmd/ds → fleet → segments (NATS JetStream transport; views never import it)
+//	cmd/ds → sources → fleet, segments (the views' inputs; never views)
 //
 // It parses every non-test Go file under pkg/ in ImportsOnly mode (not
 // `go list`, whose result go test would cache) and checks each import.
@@ -32,6 +33,7 @@ var allowed = map[string][]string{
 	"hostprobe":   {"pkg/frames"},
 	"proc":        {"pkg/frames", "github.com/creack/pty", "golang.org/x/sys"},
 	"fleet":       {"pkg/segments", "pkg/wireformat", "pkg/frames", "github.com/nats-io/nats.go", "github.com/nats-io/nats-server/v2"},
+	"sources":     {"pkg/segments", "pkg/fleet", "pkg/wireformat", "pkg/frames", "github.com/nats-io/nats.go"},
 }
 
 // forbiddenStd lists standard packages (and everything below them) a
@@ -47,6 +49,7 @@ var forbiddenStd = map[string][]string{
 	"hostprobe":   {"flag"},
 	"proc":        {"flag"},
 	"fleet":       {"os/exec", "flag"},
+	"sources":     {"os/exec", "flag"},
 }
 
 func TestImportDirection(t *testing.T) {

@@ -134,8 +134,9 @@ func runCheck(ctx context.Context, opts checkOptions, names []string, stdin io.R
 	bw := bufio.NewWriterSize(stdout, 64<<10)
 	out := &checkOut{w: bw, opts: opts}
 	catalogs := make(map[checkChannelKey]checkDecl) // across inputs: a stream split over files is one stream
-	for _, name := range expandNames(names, stderr, &o) {
-		in, err := openInput(name, stdin)
+	set := envSources()
+	for _, name := range expandNames(set, names, stderr, &o) {
+		in, err := openInput(set, name, stdin)
 		if err != nil {
 			o.fail(stderr, err)
 			continue

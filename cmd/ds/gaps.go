@@ -105,7 +105,7 @@ input that is damaged (a damaged range or a torn tail) gives 3 whatever
 
 func gapsAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
-	ctx, err := withNATSInputs(ctx, c)
+	set, err := newSources(c)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func gapsAction(ctx context.Context, c *cli.Command) error {
 	}
 	root := c.Root()
 	g := views.NewGaps(0)
-	err = scanInputs(ctx, c.Args().Slice(), root.Reader, root.ErrWriter, false, func(in *input) views.Sink {
+	err = scanInputs(ctx, set, c.Args().Slice(), root.Reader, root.ErrWriter, false, func(in *input) views.Sink {
 		return ss.wrap(g.Input(in.name, in.live))
 	}, nil)
 	unmatched := ss.warn(root.ErrWriter)

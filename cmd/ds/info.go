@@ -56,7 +56,7 @@ Exit status 3 when an input is damaged (in what was read).`,
 
 func infoAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
-	ctx, err := withNATSInputs(ctx, c)
+	set, err := newSources(c)
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 		return usagef("no input given (name capture files, or - for stdin)")
 	}
 	var o outcome
-	names = expandNames(names, root.ErrWriter, &o) // a directory: its captures
+	names = expandNames(set, names, root.ErrWriter, &o) // a directory: its captures
 	// One capture is trusted to be in order, so that one whose head is
 	// missing is summarised from its summaries; copies in several inputs
 	// (or a pipe) are counted exactly, in any order.
@@ -76,7 +76,7 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 	}
 	scanAll := c.Bool("scan")
 	for _, name := range names {
-		in, err := openInputContext(ctx, name, root.Reader, false)
+		in, err := openInputContext(ctx, set, name, root.Reader, false)
 		if err != nil {
 			o.fail(root.ErrWriter, err)
 			continue

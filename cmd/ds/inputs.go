@@ -17,18 +17,18 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/sources"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
 // input is one capture named on the command line ("-" is stdin), one
 // capture file of a directory named there, or one stream of a store named
-// there (see store.go).
+// there (sources.Set.ExpandStore).
 type input struct {
 	name string
 	r    io.Reader
@@ -40,9 +40,9 @@ type input struct {
 	// stdin and pipes it is found as they are read (views.ScanAny).
 	format views.InputFormat
 	// store reads the input when it is a stream of a store (r is it).
-	store *storeReader
+	store *sources.StreamReader
 	// nats is the connection of a nats:// input (r reads its messages).
-	nats *natsSource
+	nats *sources.NATS
 }
 
 // openInput opens a capture: "-" is stdin; a nats:// URL is the JetStream
@@ -52,26 +52,26 @@ type input struct {
 // regular file that holds no format ds reads is refused with a
 // *notCaptureError (exit 2); a directory, with an error saying so (see
 // expandInputs).
-func openInput(name string, stdin io.Reader) (*input, error) {
-	return openInputContext(context.Background(), name, stdin, false)
+func openInput(set *sources.Set, name string, stdin io.Reader) (*input, error) {
+	return openInputContext(context.Background(), set, name, stdin, false)
 }
 
 // openInputContext is openInput for a view that runs until ctx ends. A
-// nats:// input is the JetStream stream under its prefix (see natsSource),
+// nats:// input is the JetStream stream under its prefix (sources.NATS),
 // named by the URL without credentials, read as stdin is: with follow,
 // messages are read as they arrive, until ctx ends.
-func openInputContext(ctx context.Context, name string, stdin io.Reader, follow bool) (*input, error) {
+func openInputContext(ctx context.Context, set *sources.Set, name string, stdin io.Reader, follow bool) (*input, error) {
 	if fleet.IsURL(name) {
-		src, err := openNATS(ctx, name)
+		src, err := set.OpenNATS(name)
 		if err != nil {
 			return nil, err
 		}
-		r, err := src.reader(ctx, fleet.ReaderOptions{Follow: follow})
+		r, err := src.Reader(ctx, fleet.ReaderOptions{Follow: follow})
 		if err != nil {
-			src.close()
+			src.Close()
 			return nil, err
 		}
-		return &input{name: src.t.Display, r: r, size: -1, nats: src}, nil
+		return &input{name: src.Name(), r: r, size: -1, nats: src}, nil
 	}
 	if name == "-" {
 		in := &input{name: "-", r: stdin, size: -1}
@@ -82,8 +82,8 @@ func openInputContext(ctx context.Context, name string, stdin io.Reader, follow 
 		}
 		return in, nil
 	}
-	if ref, ok := lookupStoreInput(name); ok {
-		sr := newStoreReader(ref)
+	if ref, ok := set.Stream(name); ok {
+		sr := ref.NewReader()
 		return &input{name: name, r: sr, size: -1, format: views.InputDSS, store: sr}, nil
 	}
 	f, err := os.Open(name)
@@ -123,7 +123,7 @@ func (in *input) close() {
 		in.store.Close()
 	}
 	if in.nats != nil {
-		in.nats.close()
+		in.nats.Close()
 	}
 }
 
@@ -229,20 +229,13 @@ error (exit 1).`
 // before the partial lines held are shown (views.ScanOptions.IdleAfter).
 const liveIdle = 300 * time.Millisecond
 
-// dirPoll is how often a directory followed (-f) is listed for new
-// capture files. Listing, rather than fsnotify: no dependency, it works on
-// every file system (NFS and FUSE mounts included, where inotify does
-// not), and a quarter of a second is as soon as tail -f users expect; a
-// listing of a directory of captures costs little.
-const dirPoll = 250 * time.Millisecond
-
 // scanInputs reads the named inputs into the sinks made for them (sinkFor
 // is called once per input; done, if not nil, after each input is read,
 // with input.read set).
 //
 // A name is a capture file, - for stdin, a nats:// URL (a JetStream
 // stream, read as a pipe is: openInputContext), a store (one input per stream,
-// see store.go), or a directory: every capture file in it, in name order
+// sources.Set.ExpandStore), or a directory: every capture file in it, in name order
 // (not recursive; hidden files and files that are not captures are
 // skipped, and a directory without any is named on stderr). Every input is read whatever its format (views.ScanAny: DSS,
 // DSQ1, legacy envelopes); a named file of none is refused (exit 2).
@@ -259,7 +252,7 @@ const dirPoll = 250 * time.Millisecond
 // SIGINT or SIGTERM, which end it cleanly, as tail -f follows (a stream
 // that ended may be followed by another, ds wrap --append); stores are
 // polled for new chunks of their streams and for new streams (every
-// dirPoll); a nats:// input is read as its messages arrive; stdin, pipes,
+// sources.PollInterval); a nats:// input is read as its messages arrive; stdin, pipes,
 // DSQ1 and legacy files are read to their end, and with nothing left to
 // follow it returns. Pipes and
 // followed inputs are live: a partial last line shows after liveIdle of
@@ -268,7 +261,7 @@ const dirPoll = 250 * time.Millisecond
 // It keeps going past a bad input and returns the worst outcome: an I/O
 // error (exit 1) over an input that is not a capture (exit 2) over
 // damage (exit 3).
-func scanInputs(ctx context.Context, names []string, stdin io.Reader, stderr io.Writer, follow bool, sinkFor func(*input) views.Sink, done func(*input)) error {
+func scanInputs(ctx context.Context, set *sources.Set, names []string, stdin io.Reader, stderr io.Writer, follow bool, sinkFor func(*input) views.Sink, done func(*input)) error {
 	if len(names) == 0 {
 		return usagef("no input given (name capture files, or - for stdin)")
 	}
@@ -279,17 +272,17 @@ func scanInputs(ctx context.Context, names []string, stdin io.Reader, stderr io.
 		defer stop()
 	}
 	var o outcome
-	paths, dirs := expandInputs(names, follow, stderr, &o)
+	paths, dirs := expandInputs(set, names, follow, stderr, &o)
 	var ins []*input
 	live := follow
 	for _, p := range paths {
-		in, err := openInputContext(ctx, p, stdin, follow)
+		in, err := openInputContext(ctx, set, p, stdin, follow)
 		if err != nil {
 			o.fail(stderr, err)
 			continue
 		}
 		if in.store != nil && follow {
-			in.store.follow(ctx)
+			in.store.Follow(ctx)
 		}
 		live = live || in.size < 0 && in.store == nil
 		ins = append(ins, in)
@@ -337,13 +330,13 @@ func scanInputs(ctx context.Context, names []string, stdin io.Reader, stderr io.
 		go func() {
 			defer close(more)
 			watchDirs(ctx, dirs, func(path string) {
-				in, err := openInput(path, nil)
+				in, err := openInput(set, path, nil)
 				if err != nil {
 					o.fail(stderr, err)
 					return
 				}
 				if in.store != nil {
-					in.store.follow(ctx)
+					in.store.Follow(ctx)
 				}
 				select {
 				case more <- merged(in):
@@ -367,15 +360,15 @@ func scanOne(ctx context.Context, in *input, opts views.ScanOptions, sink views.
 		opts.Follow = false // as tail -f reads a pipe: to its end
 		return views.ScanAny(ctx, cr, opts, sink)
 	}
-	ff := &followFile{in: in, off: opts.Offset}
+	ff := &sources.FollowFile{File: in.file, Name: in.name, Off: opts.Offset}
 	cr.r = ff
 	for {
 		err := views.ScanAny(ctx, cr, opts, sink)
 		var why string
 		switch {
-		case errors.Is(err, errTruncated):
+		case errors.Is(err, sources.ErrTruncated):
 			why = "truncated"
-		case errors.Is(err, errReplaced):
+		case errors.Is(err, sources.ErrReplaced):
 			why = "replaced"
 		default:
 			return err
@@ -387,49 +380,8 @@ func scanOne(ctx context.Context, in *input, opts views.ScanOptions, sink views.
 		}
 		in.file.Close()
 		in.file, in.r = f, f
-		ff.off, opts.Offset = 0, 0
+		ff.File, ff.Off, opts.Offset = f, 0, 0
 	}
-}
-
-// Errors of a followed file at its end (followFile.Read).
-var (
-	errTruncated = errors.New("file truncated")
-	errReplaced  = errors.New("file replaced")
-)
-
-// followFile reads a file that grows. At its end it says whether the file
-// was truncated (it is now shorter than what was read) or replaced (the
-// name now leads to another file): errTruncated, errReplaced; otherwise
-// io.EOF, after which a following reader reads again later. A file is
-// followed until the command is interrupted, as tail -f follows: a stream
-// that has ended may be followed by another (ds wrap --append), and an
-// incomplete record at the end is awaited, not reported.
-type followFile struct {
-	in  *input
-	off int64 // file offset of the next byte
-}
-
-func (f *followFile) Read(p []byte) (int, error) {
-	n, err := f.in.file.Read(p)
-	f.off += int64(n)
-	if n > 0 || err != io.EOF {
-		return n, err
-	}
-	cur, err := f.in.file.Stat()
-	if err == nil && cur.Size() < f.off {
-		return 0, errTruncated
-	}
-	if fi, nerr := os.Stat(f.in.name); err == nil && nerr == nil && !os.SameFile(fi, cur) {
-		return 0, errReplaced
-	}
-	return 0, io.EOF
-}
-
-// inputWatch is a directory or a store followed for new inputs.
-type inputWatch interface {
-	// poll returns the names of the inputs that are new since the last
-	// look.
-	poll() []string
 }
 
 // dirWatch is a directory followed for new capture files.
@@ -438,8 +390,9 @@ type dirWatch struct {
 	known map[string]bool // names listed already
 }
 
-// poll implements inputWatch: a new empty file is left for a later look.
-func (d *dirWatch) poll() []string {
+// Poll implements sources.Watch: a new empty file is left for a later
+// look.
+func (d *dirWatch) Poll() []string {
 	found, _ := d.list(true) // a directory gone for now may be back
 	return found
 }
@@ -448,17 +401,17 @@ func (d *dirWatch) poll() []string {
 // in it, in name order, and each store by the inputs of its streams (see
 // scanInputs), and with follow returns the directories and stores to
 // watch.
-func expandInputs(names []string, follow bool, stderr io.Writer, o *outcome) ([]string, []inputWatch) {
+func expandInputs(set *sources.Set, names []string, follow bool, stderr io.Writer, o *outcome) ([]string, []sources.Watch) {
 	var paths []string
-	var dirs []inputWatch
+	var dirs []sources.Watch
 	for _, name := range names {
 		fi, err := os.Stat(name)
 		if name == "-" || fleet.IsURL(name) || err != nil || !fi.IsDir() {
 			paths = append(paths, name) // openInput says what is wrong
 			continue
 		}
-		if isStoreDir(name) {
-			found, w, err := expandStore(name)
+		if sources.IsStore(name) {
+			found, w, err := set.ExpandStore(name)
 			if err != nil {
 				o.fail(stderr, err)
 				continue
@@ -488,8 +441,8 @@ func expandInputs(names []string, follow bool, stderr io.Writer, o *outcome) ([]
 
 // expandNames is expandInputs without following, for commands that read
 // their inputs one by one (ds tail, ds info).
-func expandNames(names []string, stderr io.Writer, o *outcome) []string {
-	paths, _ := expandInputs(names, false, stderr, o)
+func expandNames(set *sources.Set, names []string, stderr io.Writer, o *outcome) []string {
+	paths, _ := expandInputs(set, names, false, stderr, o)
 	return paths
 }
 
@@ -537,11 +490,11 @@ func isCapture(path string) bool {
 	return !errors.Is(err, views.ErrNotCapture)
 }
 
-// watchDirs lists the directories and stores every dirPoll until ctx
+// watchDirs lists the directories and stores every sources.PollInterval until ctx
 // ends, and calls add with each new input. A new empty file is taken once
 // it has its first bytes (ds wrap creates its file before it writes).
-func watchDirs(ctx context.Context, dirs []inputWatch, add func(path string)) {
-	t := time.NewTicker(dirPoll)
+func watchDirs(ctx context.Context, dirs []sources.Watch, add func(path string)) {
+	t := time.NewTicker(sources.PollInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -550,7 +503,7 @@ func watchDirs(ctx context.Context, dirs []inputWatch, add func(path string)) {
 		case <-t.C:
 		}
 		for _, d := range dirs {
-			for _, path := range d.poll() {
+			for _, path := range d.Poll() {
 				add(path)
 			}
 		}
@@ -570,7 +523,8 @@ func (o *outcome) fail(stderr io.Writer, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var ue *usageError
-	if errors.Is(err, views.ErrNotCapture) || errors.As(err, &ue) { // a bad nats:// URL
+	var bad *sources.URLError
+	if errors.Is(err, views.ErrNotCapture) || errors.As(err, &ue) || errors.As(err, &bad) { // a bad nats:// URL
 		o.notCapture = true
 	} else {
 		o.failed = true
@@ -627,13 +581,13 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 // until SIGINT or SIGTERM (see scanInputs).
 // Directories are watched for new capture files, printed from their
 // start; a store's streams are followed as they grow, and the store is
-// watched for new streams, printed from their start (see store.go).
-func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, stderr io.Writer, opts views.TailOptions) error {
+// watched for new streams, printed from their start (sources.StreamReader).
+func tailFollow(ctx context.Context, set *sources.Set, names []string, stdin io.Reader, stdout, stderr io.Writer, opts views.TailOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stderr = &lockedWriter{w: stderr}
 	var o outcome
-	paths, dirs := expandInputs(names, true, stderr, &o)
+	paths, dirs := expandInputs(set, names, true, stderr, &o)
 	out := &tailOut{w: stdout, multi: len(paths) > 1 || len(dirs) > 0}
 	lines := max(opts.Lines, 1) // -n 0: nothing, but the point to follow from
 	var wg sync.WaitGroup
@@ -665,18 +619,18 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 		}
 	}
 	for _, p := range paths {
-		w := &tailOutWriter{o: out, name: inputName(p), mute: opts.Lines == 0}
+		w := &tailOutWriter{o: out, name: sources.InputName(p), mute: opts.Lines == 0}
 		one := opts
 		one.Lines = lines
 		if fleet.IsURL(p) {
 			// A JetStream stream: its last lines, then its new messages.
-			src, err := openNATS(ctx, p)
+			src, err := set.OpenNATS(p)
 			if err != nil {
 				o.fail(stderr, err) // no header for it
 				continue
 			}
 			if err := out.header(w.name); err != nil {
-				src.close()
+				src.Close()
 				return writeErr(err)
 			}
 			d, cur, last, err := tailNATS(ctx, src, w, stderr, one)
@@ -684,7 +638,7 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 				o.damage()
 			}
 			if err != nil {
-				src.close()
+				src.Close()
 				if !errors.Is(err, context.Canceled) && !isEPIPE(err) {
 					o.fail(stderr, err)
 				}
@@ -707,7 +661,7 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 		if err := out.header(p); err != nil {
 			return writeErr(err)
 		}
-		in, err := openInput(p, stdin)
+		in, err := openInput(set, p, stdin)
 		if err != nil {
 			o.fail(stderr, err)
 			continue
@@ -758,7 +712,7 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 	}
 	if len(dirs) > 0 {
 		watchDirs(ctx, dirs, func(path string) {
-			in, err := openInput(path, nil)
+			in, err := openInput(set, path, nil)
 			if err != nil {
 				o.fail(stderr, err)
 				return
@@ -789,13 +743,13 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 // (every message, when last is 0: the stream was empty), after cursor
 // (what was printed already), as they arrive, until ctx ends. It closes
 // src, and says whether what it read was damaged.
-func followNATS(ctx context.Context, src *natsSource, w io.Writer, stderr io.Writer, opts views.LogOptions, cursor views.Cursor, last uint64) (bool, error) {
-	defer src.close()
+func followNATS(ctx context.Context, src *sources.NATS, w io.Writer, stderr io.Writer, opts views.LogOptions, cursor segments.Cursor, last uint64) (bool, error) {
+	defer src.Close()
 	start := uint64(0)
 	if last > 0 {
 		start = last + 1
 	}
-	r, err := src.reader(ctx, fleet.ReaderOptions{Follow: true, StartSeq: start})
+	r, err := src.Reader(ctx, fleet.ReaderOptions{Follow: true, StartSeq: start})
 	if err != nil {
 		return false, err
 	}
@@ -809,15 +763,15 @@ func followNATS(ctx context.Context, src *natsSource, w io.Writer, stderr io.Wri
 	// Read from part-way: a stream whose earlier messages were not read
 	// starts where reading does.
 	sink := partialLogSink(p, opts.Window)
-	sink.File = src.t.Display
-	rep := &damageReporter{Sink: sink, in: &input{name: src.t.Display, size: -1}, stderr: stderr}
+	sink.File = src.Name()
+	rep := &damageReporter{Sink: sink, in: &input{name: src.Name(), size: -1}, stderr: stderr}
 	err = views.ScanAny(ctx, r, views.ScanOptions{IdleAfter: liveIdle}, rep)
 	sink.A.Flush()
 	if cerr := p.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
 	if err != nil && !errors.Is(err, context.Canceled) && !isEPIPE(err) {
-		return rep.damaged, inputError(src.t.Display, err)
+		return rep.damaged, inputError(src.Name(), err)
 	}
 	return rep.damaged, nil
 }
@@ -903,134 +857,31 @@ func (c *atomicCounter) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// natsSource is a nats:// input of a view: a connection to the server and
-// the target (fleet.Target: servers, prefix, and Display, the URL without
-// credentials, which names the input everywhere). Its readers
-// (fleet.NewReader) deliver the JetStream stream's messages concatenated,
-// a DSS capture that the views read as they read stdin.
-type natsSource struct {
-	nc    *nats.Conn
-	t     fleet.Target
-	nodes []frames.NodeID // the nodes read (--node, --stream); none: all
-	rc    io.ReadCloser   // the last reader opened
-}
-
-// openNATS connects to the target of a nats:// (or tls://) input, with
-// the credentials and node selection in ctx (withNATSInputs), and checks
-// that JetStream has a stream for its prefix. A URL that does not parse is
-// a *usageError (exit 2); a server that does not answer within 3 s, that
-// refuses the credentials, or has no stream, an error naming the target
-// (exit 1). Credentials are never in an error.
-func openNATS(ctx context.Context, url string) (*natsSource, error) {
-	ni := natsInputsFrom(ctx)
-	nc, t, err := dialNATS(url, ni.auth, "ds view", false, io.Discard)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkNATSStream(nc, t); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	return &natsSource{nc: nc, t: t, nodes: ni.nodes}, nil
-}
-
-// reader opens a reader of the stream's messages (the nodes of s only),
-// closing the one opened before. It ends (io.EOF) after the last message
-// stored when it was opened, unless o.Follow; it ends with ctx, or at
-// close, with ctx's error.
-func (s *natsSource) reader(ctx context.Context, o fleet.ReaderOptions) (io.Reader, error) {
-	if s.rc != nil {
-		s.rc.Close()
-		s.rc = nil
-	}
-	o.Nodes = s.nodes
-	rc, err := fleet.NewReader(ctx, s.nc, s.t, o)
-	if err != nil {
-		return nil, err
-	}
-	s.rc = rc
-	return rc, nil
-}
-
-// seqs returns the first and last sequence numbers of the JetStream
-// stream (0, 0 when it holds no message).
-func (s *natsSource) seqs(ctx context.Context) (first, last uint64, err error) {
-	js, err := jetstream.New(s.nc)
-	if err != nil {
-		return 0, 0, err
-	}
-	name, err := fleet.FindStream(ctx, js, s.t)
-	if err != nil {
-		return 0, 0, err
-	}
-	st, err := js.Stream(ctx, name)
-	if err != nil {
-		return 0, 0, fmt.Errorf("%s: stream %s: %w", s.t.Display, name, err)
-	}
-	state := st.CachedInfo().State
-	if state.Msgs == 0 {
-		return 0, 0, nil
-	}
-	return state.FirstSeq, state.LastSeq, nil
-}
-
-func (s *natsSource) close() {
-	if s.rc != nil {
-		s.rc.Close()
-	}
-	s.nc.Close()
-}
-
-// natsInputs says how a view opens its nats:// inputs.
-type natsInputs struct {
-	auth  fleet.Auth
-	nodes []frames.NodeID // the nodes --node and --stream name; none: all
-}
-
-type natsInputsKey struct{}
-
-// withNATSInputs returns ctx telling openNATS how command c opens nats://
-// inputs: the credentials of its --nats-* flags (natsFlags), and the nodes
-// its --node and --stream flags select, so that only their subjects are
-// read (the views still apply every filter). A view whose action does not
-// call it reads nats:// inputs with $DS_NATS_CREDS and $DS_NATS_TOKEN only,
-// every node.
-func withNATSInputs(ctx context.Context, c *cli.Command) (context.Context, error) {
+// newSources returns the inputs of command c: nats:// inputs are opened
+// with the credentials of its --nats-* flags (natsFlags), and only the
+// subjects of the nodes its --node and --stream flags select are read (the
+// views still apply every filter). A bad flag is a *usageError.
+func newSources(c *cli.Command) (*sources.Set, error) {
 	auth, err := natsAuthFrom(c)
 	if err != nil {
-		return ctx, err
+		return nil, err
 	}
-	ni := natsInputs{auth: auth}
+	o := sources.NATSOptions{Auth: auth}
 	for _, n := range c.StringSlice("node") {
-		ni.nodes = append(ni.nodes, frames.NodeID(n))
+		o.Nodes = append(o.Nodes, frames.NodeID(n))
 	}
 	for _, s := range c.StringSlice("stream") {
-		if id, err := frames.ParseStreamID(s); err == nil && !slices.Contains(ni.nodes, id.Node) {
-			ni.nodes = append(ni.nodes, id.Node) // a bad one is readSelection's to report
+		if id, err := frames.ParseStreamID(s); err == nil && !slices.Contains(o.Nodes, id.Node) {
+			o.Nodes = append(o.Nodes, id.Node) // a bad one is readSelection's to report
 		}
 	}
-	return context.WithValue(ctx, natsInputsKey{}, ni), nil
+	return sources.NewSet(sources.Options{NATS: o}), nil
 }
 
-// natsInputsFrom returns what withNATSInputs put in ctx, or the
-// credentials of the environment.
-func natsInputsFrom(ctx context.Context) natsInputs {
-	ni, ok := ctx.Value(natsInputsKey{}).(natsInputs)
-	if !ok {
-		ni.auth = fleet.Auth{CredsFile: os.Getenv("DS_NATS_CREDS"), Token: os.Getenv("DS_NATS_TOKEN")}
-	}
-	return ni
-}
-
-// inputName is how a view names an input in its output: a nats:// URL
-// without its credentials (its Display; a URL that does not parse is an
-// error before anything is printed, openNATS), any other name as given.
-func inputName(name string) string {
-	if !fleet.IsURL(name) {
-		return name
-	}
-	if t, err := fleet.ParseTarget(name); err == nil {
-		return t.Display
-	}
-	return fleet.Redact(name)
+// envSources returns the inputs of a command without --nats-* flags: its
+// nats:// inputs are read with $DS_NATS_CREDS and $DS_NATS_TOKEN only,
+// every node.
+func envSources() *sources.Set {
+	auth := fleet.Auth{CredsFile: os.Getenv("DS_NATS_CREDS"), Token: os.Getenv("DS_NATS_TOKEN")}
+	return sources.NewSet(sources.Options{NATS: sources.NATSOptions{Auth: auth}})
 }

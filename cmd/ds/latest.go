@@ -57,7 +57,7 @@ are still printed. Exit status 3 when an input is damaged.`,
 
 func latestAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
-	ctx, err := withNATSInputs(ctx, c)
+	set, err := newSources(c)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func latestAction(ctx context.Context, c *cli.Command) error {
 	}
 	root := c.Root()
 	l := views.NewLatest(views.LatestOptions{Channels: channelFilters(patterns)})
-	err = scanInputs(ctx, names, root.Reader, root.ErrWriter, false, func(*input) views.Sink { return ss.wrap(l) }, nil)
+	err = scanInputs(ctx, set, names, root.Reader, root.ErrWriter, false, func(*input) views.Sink { return ss.wrap(l) }, nil)
 	ss.warn(root.ErrWriter)
 	l.Flush()
 	write := views.WriteLatestText

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -108,7 +109,7 @@ func readSelection(c *cli.Command) (views.Selection, error) {
 		}
 	}
 	if s := c.String("after"); s != "" {
-		cur, err := views.ParseCursor(s)
+		cur, err := segments.ParseCursor(s)
 		if err != nil {
 			return sel, usagef("--after: %v", err)
 		}

@@ -90,7 +90,7 @@ printed first.`,
 
 func seriesAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
-	ctx, err := withNATSInputs(ctx, c)
+	set, err := newSources(c)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func seriesAction(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	err = scanInputs(ctx, args[1:], root.Reader, root.ErrWriter, false, func(*input) views.Sink { return ss.wrap(s) }, nil)
+	err = scanInputs(ctx, set, args[1:], root.Reader, root.ErrWriter, false, func(*input) views.Sink { return ss.wrap(s) }, nil)
 	ss.warn(root.ErrWriter)
 	if cerr := s.Close(); cerr != nil {
 		if isEPIPE(cerr) {

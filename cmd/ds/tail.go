@@ -11,6 +11,8 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
+	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/sources"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -103,7 +105,7 @@ Exit status 3 when what was read of an input is damaged.`,
 
 func tailAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
-	ctx, err := withNATSInputs(ctx, c)
+	set, err := newSources(c)
 	if err != nil {
 		return err
 	}
@@ -128,35 +130,35 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 	root := c.Root()
 	cursorFile := c.String("cursor-file")
 	if c.IsSet("consumer") {
-		return consumerAction(ctx, c, opts.Log, c.Args().Slice())
+		return consumerAction(ctx, set, c, opts.Log, c.Args().Slice())
 	}
 	if c.Bool("follow") && cursorFile == "" {
-		return tailFollow(ctx, names, root.Reader, root.Writer, root.ErrWriter, opts)
+		return tailFollow(ctx, set, names, root.Reader, root.Writer, root.ErrWriter, opts)
 	}
 	var o outcome
-	names = expandNames(names, root.ErrWriter, &o) // a directory: its captures
+	names = expandNames(set, names, root.ErrWriter, &o) // a directory: its captures
 	// resume prints everything after the cursor saved, following the
 	// inputs with -f, and saves the new cursor after the output.
-	resume := func(saved views.Cursor) error {
+	resume := func(saved segments.Cursor) error {
 		o := opts.Log
-		o.Select.After = views.Cursor{}
+		o.Select.After = segments.Cursor{}
 		for id, pos := range saved {
 			o.Select.After[id] = pos
 		}
 		for id, pos := range opts.Log.Select.After { // --after wins
 			o.Select.After[id] = pos
 		}
-		p, err := printLog(ctx, c, o, names, c.Bool("follow"))
+		p, err := printLog(ctx, set, c, o, names, c.Bool("follow"))
 		if p == nil {
 			return err // the output failed: the cursor stays
 		}
-		if werr := writeCursorFile(cursorFile, p.Cursor()); werr != nil {
+		if werr := sources.WriteCursorFile(cursorFile, p.Cursor()); werr != nil {
 			return werr
 		}
 		return err
 	}
 	if cursorFile != "" {
-		saved, ok, err := readCursorFile(cursorFile)
+		saved, ok, err := sources.ReadCursorFile(cursorFile)
 		if err != nil {
 			return err
 		}
@@ -164,19 +166,19 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 			return resume(saved)
 		}
 	}
-	cursor := views.Cursor{}
+	cursor := segments.Cursor{}
 	headers := 0
 	for _, name := range names {
 		// A nats:// input is connected to before its header, as a file
 		// is looked for (src is nil for any other input).
-		var src *natsSource
+		var src *sources.NATS
 		if fleet.IsURL(name) {
 			var err error
-			if src, err = openNATS(ctx, name); err != nil {
+			if src, err = set.OpenNATS(name); err != nil {
 				o.fail(root.ErrWriter, err) // no header for it
 				continue
 			}
-		} else if name != "-" && !isStoreInput(name) {
+		} else if name != "-" && !set.IsStream(name) {
 			if _, err := os.Stat(name); err != nil {
 				o.fail(root.ErrWriter, err) // as tail(1): no header for it
 				continue
@@ -188,7 +190,7 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 				sep = ""
 			}
 			headers++
-			if _, err := fmt.Fprintf(root.Writer, "%s==> %s <==\n", sep, inputName(name)); err != nil {
+			if _, err := fmt.Fprintf(root.Writer, "%s==> %s <==\n", sep, sources.InputName(name)); err != nil {
 				return writeErr(err)
 			}
 		}
@@ -196,28 +198,28 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 		var err error
 		if n == 0 && cursorFile == "" {
 			if src == nil {
-				err = probeInput(name, root.Reader) // as tail(1): nothing to print
+				err = probeInput(set, name, root.Reader) // as tail(1): nothing to print
 			}
 		} else if n == 0 {
 			// Nothing to print, but the cursor of the end to save: the
 			// next run starts from here.
-			var cur views.Cursor
+			var cur segments.Cursor
 			one := opts
 			one.Lines = 1
-			d, cur, err = tailOne(ctx, name, src, root.Reader, io.Discard, root.ErrWriter, one)
-			mergeCursor(cursor, endCursor(ctx, name, src, opts.Log))
-			mergeCursor(cursor, cur)
+			d, cur, err = tailOne(ctx, set, name, src, root.Reader, io.Discard, root.ErrWriter, one)
+			cursor.Merge(endCursor(ctx, name, src, opts.Log))
+			cursor.Merge(cur)
 		} else {
-			var cur views.Cursor
-			d, cur, err = tailOne(ctx, name, src, root.Reader, root.Writer, root.ErrWriter, opts)
+			var cur segments.Cursor
+			d, cur, err = tailOne(ctx, set, name, src, root.Reader, root.Writer, root.ErrWriter, opts)
 			if cursorFile != "" && err == nil {
 				// Streams that ended before the last lines are read too.
-				mergeCursor(cursor, endCursor(ctx, name, src, opts.Log))
+				cursor.Merge(endCursor(ctx, name, src, opts.Log))
 			}
-			mergeCursor(cursor, cur)
+			cursor.Merge(cur)
 		}
 		if src != nil {
-			src.close()
+			src.Close()
 		}
 		if d {
 			o.damage()
@@ -233,7 +235,7 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 		return o.status()
 	}
 	if cursorFile != "" {
-		if err := writeCursorFile(cursorFile, cursor); err != nil {
+		if err := sources.WriteCursorFile(cursorFile, cursor); err != nil {
 			return err
 		}
 		if c.Bool("follow") {
@@ -250,7 +252,7 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 
 // consumerAction is ds tail --consumer NAME STORE…: the checks of its
 // command line, then tailConsumer.
-func consumerAction(ctx context.Context, c *cli.Command, opts views.LogOptions, names []string) error {
+func consumerAction(ctx context.Context, set *sources.Set, c *cli.Command, opts views.LogOptions, names []string) error {
 	name := c.String("consumer")
 	switch {
 	case name == "":
@@ -263,7 +265,7 @@ func consumerAction(ctx context.Context, c *cli.Command, opts views.LogOptions, 
 		return usagef("tail: --consumer -f prints everything after the cursor, then follows: -n does not apply")
 	}
 	for _, n := range names {
-		if !isStoreDir(n) {
+		if !sources.IsStore(n) {
 			return usagef("tail: --consumer reads stores: %s is not a store (a directory ds ingest made)", n)
 		}
 	}
@@ -272,12 +274,12 @@ func consumerAction(ctx context.Context, c *cli.Command, opts views.LogOptions, 
 		limit = int(c.Int("lines"))
 	}
 	root := c.Root()
-	return tailConsumer(ctx, name, opts, names, limit, c.Bool("follow"), root.Reader, root.Writer, root.ErrWriter)
+	return tailConsumer(ctx, set, name, opts, names, limit, c.Bool("follow"), root.Reader, root.Writer, root.ErrWriter)
 }
 
 // probeInput reports an input that cannot be opened.
-func probeInput(name string, stdin io.Reader) error {
-	in, err := openInput(name, stdin)
+func probeInput(set *sources.Set, name string, stdin io.Reader) error {
+	in, err := openInput(set, name, stdin)
 	if err == nil {
 		in.close()
 	}
@@ -287,12 +289,12 @@ func probeInput(name string, stdin io.Reader) error {
 // tailOne prints the tail of one input (src, when it is a nats:// input)
 // and says whether what it read was damaged, and the cursor of what it
 // read.
-func tailOne(ctx context.Context, name string, src *natsSource, stdin io.Reader, stdout, stderr io.Writer, opts views.TailOptions) (bool, views.Cursor, error) {
+func tailOne(ctx context.Context, set *sources.Set, name string, src *sources.NATS, stdin io.Reader, stdout, stderr io.Writer, opts views.TailOptions) (bool, segments.Cursor, error) {
 	if src != nil {
 		d, cur, _, err := tailNATS(ctx, src, stdout, stderr, opts)
 		return d, cur, err
 	}
-	in, err := openInput(name, stdin)
+	in, err := openInput(set, name, stdin)
 	if err != nil {
 		return false, nil, err
 	}
@@ -333,7 +335,7 @@ func tailFile(ctx context.Context, in *input, opts views.TailOptions, w, stderr 
 }
 
 // tailStream is tail of an input that cannot be read from its end.
-func tailStream(ctx context.Context, in *input, stdout, stderr io.Writer, opts views.TailOptions) (bool, views.Cursor, error) {
+func tailStream(ctx context.Context, in *input, stdout, stderr io.Writer, opts views.TailOptions) (bool, segments.Cursor, error) {
 	ring, cur, damaged, err := tailRing(ctx, in, stderr, opts, false)
 	if err != nil {
 		return damaged, nil, err
@@ -345,7 +347,7 @@ func tailStream(ctx context.Context, in *input, stdout, stderr io.Writer, opts v
 // ds log prints them, the cursor of what it read, and whether it was
 // damaged (reported on stderr). partial says that in is read from
 // part-way (partialLogSink).
-func tailRing(ctx context.Context, in *input, stderr io.Writer, opts views.TailOptions, partial bool) (*views.LineRing, views.Cursor, bool, error) {
+func tailRing(ctx context.Context, in *input, stderr io.Writer, opts views.TailOptions, partial bool) (*views.LineRing, segments.Cursor, bool, error) {
 	ring := views.NewLineRing(opts.Lines)
 	p := views.NewPrinter(ring, opts.Log)
 	sink := views.NewLogSink(p, opts.Log.Window)
@@ -381,28 +383,28 @@ const natsTailWindow = 64
 // damaged, the cursor of what it read, and the last sequence number of
 // the stream when it looked (0: it was empty), after which ds tail -f
 // follows.
-func tailNATS(ctx context.Context, src *natsSource, stdout, stderr io.Writer, opts views.TailOptions) (bool, views.Cursor, uint64, error) {
-	first, last, err := src.seqs(ctx)
+func tailNATS(ctx context.Context, src *sources.NATS, stdout, stderr io.Writer, opts views.TailOptions) (bool, segments.Cursor, uint64, error) {
+	first, last, err := src.Seqs(ctx)
 	if err != nil || last == 0 {
-		return false, views.Cursor{}, last, err
+		return false, segments.Cursor{}, last, err
 	}
 	for k := uint64(natsTailWindow); ; k = min(4*k, last-first+1) {
 		start := first
 		if last-first >= k {
 			start = last - k + 1
 		}
-		r, err := src.reader(ctx, fleet.ReaderOptions{StartSeq: start})
+		r, err := src.Reader(ctx, fleet.ReaderOptions{StartSeq: start})
 		if err != nil {
 			return false, nil, last, err
 		}
 		// The damage of a try that is not the last is not reported: the
 		// next one reads it again.
 		var warn bytes.Buffer
-		ring, cur, damaged, err := tailRing(ctx, &input{name: src.t.Display, r: r, size: -1}, &warn, opts, start > first)
+		ring, cur, damaged, err := tailRing(ctx, &input{name: src.Name(), r: r, size: -1}, &warn, opts, start > first)
 		if start == first || err != nil || ring.Lines() > int64(opts.Lines) {
 			if os.Getenv("DS_READ_STATS") != "" {
 				// A test hook: what reading from the end cost.
-				fmt.Fprintf(&warn, "ds: %s: read %d of %d messages\n", src.t.Display, last-start+1, last-first+1)
+				fmt.Fprintf(&warn, "ds: %s: read %d of %d messages\n", src.Name(), last-start+1, last-first+1)
 			}
 			stderr.Write(warn.Bytes())
 			if err != nil {
@@ -417,15 +419,15 @@ func tailNATS(ctx context.Context, src *natsSource, stdout, stderr io.Writer, op
 // far as it can be known without reading it all: for a capture file, from
 // its segments' summaries (fileCursor); for a nats:// input (src), from
 // the last message of each of its streams.
-func endCursor(ctx context.Context, name string, src *natsSource, opts views.LogOptions) views.Cursor {
+func endCursor(ctx context.Context, name string, src *sources.NATS, opts views.LogOptions) segments.Cursor {
 	if src == nil {
 		return fileCursor(name)
 	}
-	r, err := src.reader(ctx, fleet.ReaderOptions{LastPerStream: true})
+	r, err := src.Reader(ctx, fleet.ReaderOptions{LastPerStream: true})
 	if err != nil {
 		return nil
 	}
-	_, cur, _, _ := tailRing(ctx, &input{name: src.t.Display, r: r, size: -1}, io.Discard, views.TailOptions{Lines: 1, Log: opts}, true)
+	_, cur, _, _ := tailRing(ctx, &input{name: src.Name(), r: r, size: -1}, io.Discard, views.TailOptions{Lines: 1, Log: opts}, true)
 	return cur
 }
 
@@ -450,14 +452,4 @@ func writeErr(err error) error {
 		return nil
 	}
 	return err
-}
-
-// mergeCursor raises each entry of dst to the one of src where src's is
-// later, and adds those dst lacks.
-func mergeCursor(dst, src views.Cursor) {
-	for id, pos := range src {
-		if old, ok := dst[id]; !ok || pos > old {
-			dst[id] = pos
-		}
-	}
 }
