@@ -19,7 +19,6 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
-	"github.com/ds-telemetry/ds/pkg/views"
 	"github.com/ds-telemetry/ds/pkg/wireformat"
 )
 
@@ -149,7 +148,7 @@ func runCheck(ctx context.Context, opts checkOptions, names []string, stdin io.R
 				break
 			}
 			o.fail(stderr, inputError(in.name, err))
-			if errors.Is(err, views.ErrNotCapture) {
+			if errors.Is(err, segments.ErrNotCapture) {
 				continue
 			}
 		}
@@ -195,7 +194,7 @@ type checker struct {
 	// header is reported once per pair of descriptors.
 	conflicts map[checkConflictKey]bool
 
-	format   views.InputFormat
+	format   segments.InputFormat
 	size     int64 // bytes read
 	segments uint64
 	frames   uint64
@@ -222,7 +221,7 @@ func newChecker(in *input, out *checkOut, catalogs map[checkChannelKey]checkDecl
 }
 
 // read reads the input to its end. It returns an I/O error, ctx's error,
-// or views.ErrNotCapture; damage is a finding, not an error.
+// or segments.ErrNotCapture; damage is a finding, not an error.
 func (ck *checker) read(ctx context.Context) error {
 	cr := &atomicCounter{r: ck.in.r}
 	defer func() { ck.size = cr.n.Load() }()
@@ -233,13 +232,13 @@ func (ck *checker) read(ctx context.Context) error {
 		head, err := br.Peek(len(wireformat.Magic))
 		switch {
 		case len(head) == 0 && err == io.EOF:
-			ck.format = views.InputEmpty
+			ck.format = segments.InputEmpty
 		case err != nil && err != io.EOF:
 			return err
 		case strings.HasPrefix(wireformat.Magic, string(head)):
-			ck.format = views.InputDSS
+			ck.format = segments.InputDSS
 		default:
-			ck.format = views.InputDSQ1 // or legacy: its headers say (checkSink)
+			ck.format = segments.InputDSQ1 // or legacy: its headers say (checkSink)
 		}
 		return ck.readFormat(ctx, br)
 	}
@@ -248,13 +247,13 @@ func (ck *checker) read(ctx context.Context) error {
 
 func (ck *checker) readFormat(ctx context.Context, r io.Reader) error {
 	switch ck.format {
-	case views.InputEmpty:
+	case segments.InputEmpty:
 		return nil
-	case views.InputDSS:
+	case segments.InputDSS:
 		return ck.readDSS(ctx, r)
 	}
 	// DSQ1 streams and legacy envelopes: through the views' importers.
-	return views.ScanAny(ctx, r, views.ScanOptions{}, checkSink{ck})
+	return segments.ScanAny(ctx, r, segments.ScanOptions{}, checkSink{ck})
 }
 
 // readDSS reads a DSS capture with a segments.Reader, summaries included.
@@ -304,16 +303,16 @@ func (ck *checker) readDSS(ctx context.Context, r io.Reader) error {
 	}
 }
 
-// checkSink feeds a checker from views.ScanAny (DSQ1, legacy), which
+// checkSink feeds a checker from segments.ScanAny (DSQ1, legacy), which
 // gathers adjacent damaged ranges and tells torn tails itself.
 type checkSink struct{ ck *checker }
 
-func (s checkSink) Header(h views.SegmentHeader) {
+func (s checkSink) Header(h segments.SegmentHeader) {
 	switch h.Writer {
-	case views.DSQ1Writer:
-		s.ck.format = views.InputDSQ1
-	case views.LegacyWriter:
-		s.ck.format = views.InputLegacy
+	case segments.DSQ1Writer:
+		s.ck.format = segments.InputDSQ1
+	case segments.LegacyWriter:
+		s.ck.format = segments.InputLegacy
 	}
 	s.ck.header(h.Offset, h.Stream, h.Seq, [8]byte{}, false, h.Channels)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -115,7 +116,7 @@ func gapsAction(ctx context.Context, c *cli.Command) error {
 	}
 	root := c.Root()
 	g := views.NewGaps(0)
-	err = scanInputs(ctx, set, c.Args().Slice(), root.Reader, root.ErrWriter, false, func(in *input) views.Sink {
+	err = scanInputs(ctx, set, c.Args().Slice(), root.Reader, root.ErrWriter, false, func(in *input) segments.Sink {
 		return ss.wrap(g.Input(in.name, in.live))
 	}, nil)
 	unmatched := ss.warn(root.ErrWriter)

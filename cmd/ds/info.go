@@ -83,11 +83,11 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 		}
 		info.File(in.name)
 		rep := &damageReporter{Sink: info, in: in, stderr: root.ErrWriter}
-		if in.file != nil && in.size >= 0 && !scanAll && in.format == views.InputDSS {
+		if in.file != nil && in.size >= 0 && !scanAll && in.format == segments.InputDSS {
 			err = infoFromEnd(ctx, in, info, rep)
 			info.FileSize(in.size)
 		} else {
-			err = scanOne(ctx, in, views.ScanOptions{}, rep, root.ErrWriter)
+			err = scanOne(ctx, in, segments.ScanOptions{}, rep, root.ErrWriter)
 			size := in.size
 			if size < 0 || in.live {
 				size = in.read // stdin, a pipe, or a file still growing: what was read
@@ -123,7 +123,7 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 // when Info takes it. A capture of many small segments (captures of a few
 // frames, concatenated) is read record by record at once: its summaries
 // would save nothing.
-func infoFromEnd(ctx context.Context, in *input, info *views.Info, sink views.Sink) error {
+func infoFromEnd(ctx context.Context, in *input, info *views.Info, sink segments.Sink) error {
 	type place struct {
 		off, end   int64
 		summarised bool
@@ -146,7 +146,7 @@ func infoFromEnd(ctx context.Context, in *input, info *views.Info, sink views.Si
 		places = append(places, pl)
 		if len(places) >= manySegments && in.size/int64(len(places)) < smallSegment {
 			sr := io.NewSectionReader(in.file, 0, in.size)
-			return views.Scan(ctx, sr, views.ScanOptions{}, sink)
+			return segments.Scan(ctx, sr, segments.ScanOptions{}, sink)
 		}
 	}
 	// Segments that must be read are read in runs, one Scan each: damage
@@ -161,7 +161,7 @@ func infoFromEnd(ctx context.Context, in *input, info *views.Info, sink views.Si
 		if scanTo < in.size {
 			s = notTorn{sink}
 		}
-		err := views.Scan(ctx, sr, views.ScanOptions{Offset: scanFrom}, s)
+		err := segments.Scan(ctx, sr, segments.ScanOptions{Offset: scanFrom}, s)
 		scanFrom = -1
 		return err
 	}
@@ -179,7 +179,7 @@ func infoFromEnd(ctx context.Context, in *input, info *views.Info, sink views.Si
 				if err := flush(); err != nil {
 					return err
 				}
-				h := views.SegmentHeader{Stream: sp.Header.Stream, Channels: sp.Header.Channels, Seq: sp.Header.Seq, Writer: sp.Header.Writer, Offset: sp.Offset}
+				h := segments.SegmentHeader{Stream: sp.Header.Stream, Channels: sp.Header.Channels, Seq: sp.Header.Seq, Writer: sp.Header.Writer, Offset: sp.Offset}
 				if info.AddSummary(h, sp.Summary) {
 					continue
 				}
@@ -197,7 +197,7 @@ func infoFromEnd(ctx context.Context, in *input, info *views.Info, sink views.Si
 // notTorn is a sink of part of an input that more input follows: damage
 // at its end is no torn tail (the writer did not stop there for good), as
 // a reader of the whole input says.
-type notTorn struct{ views.Sink }
+type notTorn struct{ segments.Sink }
 
 func (n notTorn) Damage(offset, end int64, torn bool, err error) {
 	n.Sink.Damage(offset, end, false, err)

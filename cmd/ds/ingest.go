@@ -18,7 +18,6 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/segments"
-	"github.com/ds-telemetry/ds/pkg/views"
 )
 
 func ingestCommand() *cli.Command {
@@ -259,7 +258,7 @@ func (e *ingestFormatError) Error() string {
 	return e.name + ": not a DSS capture: ds ingest stores DSS captures only (ds log reads this file)"
 }
 
-func (e *ingestFormatError) Unwrap() error { return views.ErrNotCapture }
+func (e *ingestFormatError) Unwrap() error { return segments.ErrNotCapture }
 
 // ingestLine is the acknowledgement line of what was stored from input.
 func ingestLine(input string, stored, dups, conflicts, trimmed uint64) string {
@@ -293,8 +292,8 @@ func openIngestInput(name string, stdin io.Reader) (io.Reader, io.Closer, error)
 		return nil, nil, fmt.Errorf("%s: is a directory (name its capture files)", name)
 	}
 	if fi.Mode().IsRegular() && fi.Size() > 0 {
-		format, err := views.Detect(io.NewSectionReader(f, 0, fi.Size()))
-		if errors.Is(err, views.ErrNotCapture) {
+		format, err := segments.Detect(io.NewSectionReader(f, 0, fi.Size()))
+		if errors.Is(err, segments.ErrNotCapture) {
 			f.Close()
 			return nil, nil, &ingestFormatError{name: name}
 		}
@@ -302,7 +301,7 @@ func openIngestInput(name string, stdin io.Reader) (io.Reader, io.Closer, error)
 			f.Close()
 			return nil, nil, inputError(name, err)
 		}
-		if format != views.InputDSS {
+		if format != segments.InputDSS {
 			f.Close()
 			return nil, nil, &ingestFormatError{name: name, other: true}
 		}
@@ -324,7 +323,7 @@ func startsDSS(name string, r io.Reader, c io.Closer) (io.Reader, io.Closer, err
 	if len(b) == 0 && err == io.EOF {
 		return br, c, nil // empty: an empty capture
 	}
-	if !views.StartsLikeDSS(b) {
+	if !segments.StartsLikeDSS(b) {
 		if c != nil {
 			c.Close()
 		}

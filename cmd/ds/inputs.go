@@ -37,8 +37,8 @@ type input struct {
 	read int64 // bytes read, once scanned
 	file *os.File
 	// format is what a regular file holds, found when it is opened; for
-	// stdin and pipes it is found as they are read (views.ScanAny).
-	format views.InputFormat
+	// stdin and pipes it is found as they are read (segments.ScanAny).
+	format segments.InputFormat
 	// store reads the input when it is a stream of a store (r is it).
 	store *sources.StreamReader
 	// nats is the connection of a nats:// input (r reads its messages).
@@ -84,7 +84,7 @@ func openInputContext(ctx context.Context, set *sources.Set, name string, stdin 
 	}
 	if ref, ok := set.Stream(name); ok {
 		sr := ref.NewReader()
-		return &input{name: name, r: sr, size: -1, format: views.InputDSS, store: sr}, nil
+		return &input{name: name, r: sr, size: -1, format: segments.InputDSS, store: sr}, nil
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -98,7 +98,7 @@ func openInputContext(ctx context.Context, set *sources.Set, name string, stdin 
 		}
 		if fi.Mode().IsRegular() {
 			in.size = fi.Size()
-			in.format, err = views.Detect(io.NewSectionReader(f, 0, in.size))
+			in.format, err = segments.Detect(io.NewSectionReader(f, 0, in.size))
 			if err != nil {
 				f.Close()
 				return nil, inputError(name, err)
@@ -135,11 +135,11 @@ func (e *notCaptureError) Error() string {
 	return e.name + ": not a capture (expected a DSS capture, a DSQ1 stream or legacy envelopes)"
 }
 
-func (e *notCaptureError) Unwrap() error { return views.ErrNotCapture }
+func (e *notCaptureError) Unwrap() error { return segments.ErrNotCapture }
 
 // inputError names the input in an error of reading it.
 func inputError(name string, err error) error {
-	if errors.Is(err, views.ErrNotCapture) {
+	if errors.Is(err, segments.ErrNotCapture) {
 		return &notCaptureError{name}
 	}
 	return fmt.Errorf("%s: %w", name, err)
@@ -150,7 +150,7 @@ func inputError(name string, err error) error {
 // capture (it is a record still being written, not damage) and remembers
 // whether anything was damaged.
 type damageReporter struct {
-	views.Sink
+	segments.Sink
 	in      *input
 	stderr  io.Writer
 	damaged bool
@@ -162,9 +162,9 @@ func (d *damageReporter) Damage(offset, end int64, torn bool, err error) {
 	}
 }
 
-// Idle passes views.Idler on.
+// Idle passes segments.Idler on.
 func (d *damageReporter) Idle(quiet bool) {
-	if i, ok := d.Sink.(views.Idler); ok {
+	if i, ok := d.Sink.(segments.Idler); ok {
 		i.Idle(quiet)
 	}
 }
@@ -226,7 +226,7 @@ that does not answer within 3 s, or has no stream for PREFIX, is an
 error (exit 1).`
 
 // liveIdle is how long a live input (a pipe, a file followed) stays quiet
-// before the partial lines held are shown (views.ScanOptions.IdleAfter).
+// before the partial lines held are shown (segments.ScanOptions.IdleAfter).
 const liveIdle = 300 * time.Millisecond
 
 // scanInputs reads the named inputs into the sinks made for them (sinkFor
@@ -237,7 +237,7 @@ const liveIdle = 300 * time.Millisecond
 // stream, read as a pipe is: openInputContext), a store (one input per stream,
 // sources.Set.ExpandStore), or a directory: every capture file in it, in name order
 // (not recursive; hidden files and files that are not captures are
-// skipped, and a directory without any is named on stderr). Every input is read whatever its format (views.ScanAny: DSS,
+// skipped, and a directory without any is named on stderr). Every input is read whatever its format (segments.ScanAny: DSS,
 // DSQ1, legacy envelopes); a named file of none is refused (exit 2).
 //
 // One input is scanned directly. Several are merged by time (views.Merge):
@@ -261,7 +261,7 @@ const liveIdle = 300 * time.Millisecond
 // It keeps going past a bad input and returns the worst outcome: an I/O
 // error (exit 1) over an input that is not a capture (exit 2) over
 // damage (exit 3).
-func scanInputs(ctx context.Context, set *sources.Set, names []string, stdin io.Reader, stderr io.Writer, follow bool, sinkFor func(*input) views.Sink, done func(*input)) error {
+func scanInputs(ctx context.Context, set *sources.Set, names []string, stdin io.Reader, stderr io.Writer, follow bool, sinkFor func(*input) segments.Sink, done func(*input)) error {
 	if len(names) == 0 {
 		return usagef("no input given (name capture files, or - for stdin)")
 	}
@@ -287,7 +287,7 @@ func scanInputs(ctx context.Context, set *sources.Set, names []string, stdin io.
 		live = live || in.size < 0 && in.store == nil
 		ins = append(ins, in)
 	}
-	opts := views.ScanOptions{Follow: follow}
+	opts := segments.ScanOptions{Follow: follow}
 	if live {
 		opts.IdleAfter = liveIdle
 	}
@@ -315,7 +315,7 @@ func scanInputs(ctx context.Context, set *sources.Set, names []string, stdin io.
 	merged := func(in *input) views.MergeInput {
 		rep := &damageReporter{Sink: sinkFor(in), in: in, stderr: stderr}
 		return views.MergeInput{
-			Scan: func(ctx context.Context, sink views.Sink) error { return scanOne(ctx, in, opts, sink, stderr) },
+			Scan: func(ctx context.Context, sink segments.Sink) error { return scanOne(ctx, in, opts, sink, stderr) },
 			Sink: rep,
 			Done: func(err error) { finish(in, rep, err) },
 		}
@@ -350,20 +350,20 @@ func scanInputs(ctx context.Context, set *sources.Set, names []string, stdin io.
 	return o.status()
 }
 
-// scanOne reads one input into sink (views.ScanAny). With opts.Follow, a
+// scanOne reads one input into sink (segments.ScanAny). With opts.Follow, a
 // regular file is followed (see scanInputs), from opts.Offset, where its
 // read position must be; anything else is read to its end.
-func scanOne(ctx context.Context, in *input, opts views.ScanOptions, sink views.Sink, stderr io.Writer) error {
+func scanOne(ctx context.Context, in *input, opts segments.ScanOptions, sink segments.Sink, stderr io.Writer) error {
 	cr := &atomicCounter{r: in.r}
 	defer func() { in.read = cr.n.Load() }()
 	if !opts.Follow || in.file == nil || in.size < 0 {
 		opts.Follow = false // as tail -f reads a pipe: to its end
-		return views.ScanAny(ctx, cr, opts, sink)
+		return segments.ScanAny(ctx, cr, opts, sink)
 	}
 	ff := &sources.FollowFile{File: in.file, Name: in.name, Off: opts.Offset}
 	cr.r = ff
 	for {
-		err := views.ScanAny(ctx, cr, opts, sink)
+		err := segments.ScanAny(ctx, cr, opts, sink)
 		var why string
 		switch {
 		case errors.Is(err, sources.ErrTruncated):
@@ -486,8 +486,8 @@ func isCapture(path string) bool {
 		return true
 	}
 	defer f.Close()
-	_, err = views.Detect(f)
-	return !errors.Is(err, views.ErrNotCapture)
+	_, err = segments.Detect(f)
+	return !errors.Is(err, segments.ErrNotCapture)
 }
 
 // watchDirs lists the directories and stores every sources.PollInterval until ctx
@@ -524,7 +524,7 @@ func (o *outcome) fail(stderr io.Writer, err error) {
 	defer o.mu.Unlock()
 	var ue *usageError
 	var bad *sources.URLError
-	if errors.Is(err, views.ErrNotCapture) || errors.As(err, &ue) || errors.As(err, &bad) { // a bad nats:// URL
+	if errors.Is(err, segments.ErrNotCapture) || errors.As(err, &ue) || errors.As(err, &bad) { // a bad nats:// URL
 		o.notCapture = true
 	} else {
 		o.failed = true
@@ -598,7 +598,7 @@ func tailFollow(ctx context.Context, set *sources.Set, names []string, stdin io.
 		var err error
 		if _, err = in.file.Seek(from, io.SeekStart); err == nil {
 			in.r = in.file
-			err = scanOne(ctx, in, views.ScanOptions{Follow: true, Offset: from, IdleAfter: liveIdle}, rep, stderr)
+			err = scanOne(ctx, in, segments.ScanOptions{Follow: true, Offset: from, IdleAfter: liveIdle}, rep, stderr)
 		}
 		sink.A.Flush()
 		sink.P.Close()
@@ -717,7 +717,7 @@ func tailFollow(ctx context.Context, set *sources.Set, names []string, stdin io.
 				o.fail(stderr, err)
 				return
 			}
-			if in.format != views.InputDSS && in.format != views.InputEmpty {
+			if in.format != segments.InputDSS && in.format != segments.InputEmpty {
 				in.close()
 				return
 			}
@@ -765,7 +765,7 @@ func followNATS(ctx context.Context, src *sources.NATS, w io.Writer, stderr io.W
 	sink := partialLogSink(p, opts.Window)
 	sink.File = src.Name()
 	rep := &damageReporter{Sink: sink, in: &input{name: src.Name(), size: -1}, stderr: stderr}
-	err = views.ScanAny(ctx, r, views.ScanOptions{IdleAfter: liveIdle}, rep)
+	err = segments.ScanAny(ctx, r, segments.ScanOptions{IdleAfter: liveIdle}, rep)
 	sink.A.Flush()
 	if cerr := p.Close(); cerr != nil && err == nil {
 		err = cerr

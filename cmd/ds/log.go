@@ -182,7 +182,7 @@ func printLog(ctx context.Context, set *sources.Set, c *cli.Command, opts views.
 	sink := views.NewLogSink(p, 0)
 	// sinkFor may run in another goroutine (a followed directory): it
 	// must not touch the shared sink.
-	err := scanInputs(ctx, set, names, root.Reader, root.ErrWriter, follow, func(in *input) views.Sink {
+	err := scanInputs(ctx, set, names, root.Reader, root.ErrWriter, follow, func(in *input) segments.Sink {
 		return inputLogSink{sink, in.name}
 	}, nil)
 	sink.A.Flush()
@@ -207,7 +207,7 @@ type inputLogSink struct {
 	name string
 }
 
-// Damage implements views.Sink.
+// Damage implements segments.Sink.
 func (s inputLogSink) Damage(offset, end int64, torn bool, err error) {
 	s.File = s.name
 	s.LogSink.Damage(offset, end, torn, err)

@@ -185,7 +185,7 @@ func readStreamSelection(c *cli.Command) (*streamSelection, error) {
 }
 
 // wrap returns sink, behind the stream filters when there are any.
-func (s *streamSelection) wrap(sink views.Sink) views.Sink {
+func (s *streamSelection) wrap(sink segments.Sink) segments.Sink {
 	if len(s.sel.Nodes)+len(s.sel.Streams)+len(s.sel.Origins) == 0 {
 		return sink
 	}

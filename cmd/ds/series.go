@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -123,7 +124,7 @@ func seriesAction(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	err = scanInputs(ctx, set, args[1:], root.Reader, root.ErrWriter, false, func(*input) views.Sink { return ss.wrap(s) }, nil)
+	err = scanInputs(ctx, set, args[1:], root.Reader, root.ErrWriter, false, func(*input) segments.Sink { return ss.wrap(s) }, nil)
 	ss.warn(root.ErrWriter)
 	if cerr := s.Close(); cerr != nil {
 		if isEPIPE(cerr) {

@@ -29,7 +29,7 @@ func tailStore(ctx context.Context, in *input, w *tailOutWriter, stderr io.Write
 	sink := views.NewLogSink(p, opts.Log.Window)
 	sink.File = in.name
 	rep := &damageReporter{in: in, stderr: stderr, Sink: sink}
-	err := views.ScanAny(ctx, in.r, views.ScanOptions{}, rep)
+	err := segments.ScanAny(ctx, in.r, segments.ScanOptions{}, rep)
 	if err != nil {
 		in.close()
 		return rep.damaged, inputError(in.name, err)
@@ -59,7 +59,7 @@ func followStore(ctx context.Context, in *input, rep *damageReporter, done func(
 	defer in.close()
 	in.store.Follow(ctx)
 	sink := rep.Sink.(*views.LogSink)
-	err := views.ScanAny(ctx, in.r, views.ScanOptions{IdleAfter: liveIdle}, rep)
+	err := segments.ScanAny(ctx, in.r, segments.ScanOptions{IdleAfter: liveIdle}, rep)
 	sink.A.Flush()
 	sink.P.Close()
 	if err != nil && !errors.Is(err, context.Canceled) {
@@ -96,7 +96,7 @@ func tailConsumer(ctx context.Context, set *sources.Set, name string, opts views
 	if limit > 0 {
 		old := sink.A
 		lim := &frameLimit{item: p.Item, after: after, max: limit, taken: map[frames.StreamID]int{}}
-		sink.A = views.NewAssembler(0, lim.emit)
+		sink.A = segments.NewAssembler(0, lim.emit)
 		old.Close()
 	}
 	var saveErr error
@@ -108,8 +108,8 @@ func tailConsumer(ctx context.Context, set *sources.Set, name string, opts views
 			saveErr = cons.SaveBefore(p.Cursor(), p.Holes())
 		}
 	}
-	err = scanInputs(ctx, set, dirs, stdin, stderr, follow, func(in *input) views.Sink {
-		s := views.Sink(inputLogSink{sink, in.name})
+	err = scanInputs(ctx, set, dirs, stdin, stderr, follow, func(in *input) segments.Sink {
+		s := segments.Sink(inputLogSink{sink, in.name})
 		if follow {
 			s = quietSaver{s, save}
 		}
@@ -138,13 +138,13 @@ func tailConsumer(ctx context.Context, set *sources.Set, name string, opts views
 // quietSaver is a sink that calls save after its sink, an Idler, was told
 // that the inputs went quiet.
 type quietSaver struct {
-	views.Sink
+	segments.Sink
 	save func()
 }
 
-// Idle implements views.Idler.
+// Idle implements segments.Idler.
 func (q quietSaver) Idle(quiet bool) {
-	if i, ok := q.Sink.(views.Idler); ok {
+	if i, ok := q.Sink.(segments.Idler); ok {
 		i.Idle(quiet)
 	}
 	if quiet {
@@ -159,18 +159,18 @@ func (q quietSaver) Idle(quiet bool) {
 // frames the channel filters hide count too, as the cursor passes them),
 // and nothing of the stream after it.
 type frameLimit struct {
-	item  func(views.Item)
+	item  func(segments.Item)
 	after segments.Cursor
 	max   int
 	taken map[frames.StreamID]int // frames passed after the cursor; max+1: the stream is done
 }
 
-func (l *frameLimit) emit(it views.Item) {
+func (l *frameLimit) emit(it segments.Item) {
 	n := l.taken[it.Stream]
 	if n >= l.max {
 		return
 	}
-	if it.Kind == views.ItemFrame {
+	if it.Kind == segments.ItemFrame {
 		if pos, ok := l.after[it.Stream]; !ok || it.Frame.Position > pos {
 			l.taken[it.Stream] = n + 1
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/sources"
-	"github.com/ds-telemetry/ds/pkg/views"
 )
 
 // storeCapture returns a capture of stream id holding "line P\n" at each
@@ -58,7 +57,7 @@ func positionsOf(t *testing.T, b []byte) []frames.Position {
 	t.Helper()
 	var got []frames.Position
 	sink := &posSink{got: &got}
-	if err := views.Scan(context.Background(), bytes.NewReader(b), views.ScanOptions{}, sink); err != nil {
+	if err := segments.Scan(context.Background(), bytes.NewReader(b), segments.ScanOptions{}, sink); err != nil {
 		t.Fatal(err)
 	}
 	return got
@@ -66,7 +65,7 @@ func positionsOf(t *testing.T, b []byte) []frames.Position {
 
 type posSink struct{ got *[]frames.Position }
 
-func (s *posSink) Header(views.SegmentHeader)                     {}
+func (s *posSink) Header(segments.SegmentHeader)                  {}
 func (s *posSink) Channel(frames.ChannelDescriptor)               {}
 func (s *posSink) Frame(_ frames.StreamID, f frames.Frame)        { *s.got = append(*s.got, f.Position) }
 func (s *posSink) Trimmed(frames.StreamID, frames.Position)       {}
@@ -139,29 +138,29 @@ func TestExpandEmptyStore(t *testing.T) {
 
 func TestFrameLimit(t *testing.T) {
 	s, o := frames.StreamID{Node: "s", Life: 1}, frames.StreamID{Node: "o", Life: 1}
-	frame := func(id frames.StreamID, pos frames.Position) views.Item {
-		return views.Item{Kind: views.ItemFrame, Stream: id, Frame: frames.Frame{Channel: 1, Position: pos, Payload: []byte("x\n")}}
+	frame := func(id frames.StreamID, pos frames.Position) segments.Item {
+		return segments.Item{Kind: segments.ItemFrame, Stream: id, Frame: frames.Frame{Channel: 1, Position: pos, Payload: []byte("x\n")}}
 	}
-	gap := func(id frames.StreamID, from, to frames.Position) views.Item {
-		return views.Item{Kind: views.ItemGap, Stream: id, Gap: views.Gap{From: from, To: to, Count: uint64(to - from + 1)}}
+	gap := func(id frames.StreamID, from, to frames.Position) segments.Item {
+		return segments.Item{Kind: segments.ItemGap, Stream: id, Gap: segments.Gap{From: from, To: to, Count: uint64(to - from + 1)}}
 	}
 	for _, tc := range []struct {
 		name  string
 		after segments.Cursor
 		max   int
-		items []views.Item
+		items []segments.Item
 		want  string
 	}{
-		{"no cursor", nil, 2, []views.Item{frame(s, 0), frame(s, 1), frame(s, 2)}, "s#1 0,s#1 1"},
-		{"after the cursor", segments.Cursor{s: 3}, 2, []views.Item{frame(s, 2), frame(s, 3), frame(s, 4), frame(s, 5), frame(s, 6)}, "s#1 2,s#1 3,s#1 4,s#1 5"},
-		{"per stream", segments.Cursor{s: 0}, 1, []views.Item{frame(s, 0), frame(o, 0), frame(s, 1), frame(o, 1), frame(s, 2)}, "s#1 0,o#1 0,s#1 1"},
-		{"a gap before the last", nil, 2, []views.Item{frame(s, 0), gap(s, 1, 2), frame(s, 3), gap(s, 4, 4), frame(s, 5)}, "s#1 0,s#1 gap 1,s#1 3"},
+		{"no cursor", nil, 2, []segments.Item{frame(s, 0), frame(s, 1), frame(s, 2)}, "s#1 0,s#1 1"},
+		{"after the cursor", segments.Cursor{s: 3}, 2, []segments.Item{frame(s, 2), frame(s, 3), frame(s, 4), frame(s, 5), frame(s, 6)}, "s#1 2,s#1 3,s#1 4,s#1 5"},
+		{"per stream", segments.Cursor{s: 0}, 1, []segments.Item{frame(s, 0), frame(o, 0), frame(s, 1), frame(o, 1), frame(s, 2)}, "s#1 0,o#1 0,s#1 1"},
+		{"a gap before the last", nil, 2, []segments.Item{frame(s, 0), gap(s, 1, 2), frame(s, 3), gap(s, 4, 4), frame(s, 5)}, "s#1 0,s#1 gap 1,s#1 3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
 			l := &frameLimit{after: tc.after, max: tc.max, taken: map[frames.StreamID]int{}}
-			l.item = func(it views.Item) {
-				if it.Kind == views.ItemGap {
+			l.item = func(it segments.Item) {
+				if it.Kind == segments.ItemGap {
 					got = append(got, fmt.Sprintf("%s gap %d", it.Stream, it.Gap.From))
 				} else {
 					got = append(got, fmt.Sprintf("%s %d", it.Stream, it.Frame.Position))

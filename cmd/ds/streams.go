@@ -121,11 +121,11 @@ func walkSpans(name string, fn func(segments.Span)) bool {
 			switch {
 			case !ok:
 				// Not a capture: the views skip it.
-			case format == views.InputDSS:
+			case format == segments.InputDSS:
 				if !walkSpans(path, fn) {
 					return false
 				}
-			case format == views.InputDSQ1, format == views.InputLegacy:
+			case format == segments.InputDSQ1, format == segments.InputLegacy:
 				return false // their streams are not in DSS headers
 			}
 		}
@@ -160,13 +160,13 @@ func walkSpans(name string, fn func(segments.Span)) bool {
 
 // detectFile returns the format of the capture file at path; ok is false
 // when it cannot be read or is no capture.
-func detectFile(path string) (format views.InputFormat, ok bool) {
+func detectFile(path string) (format segments.InputFormat, ok bool) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, false
 	}
 	defer f.Close()
-	format, err = views.Detect(bufio.NewReader(f))
+	format, err = segments.Detect(bufio.NewReader(f))
 	return format, err == nil
 }
 

@@ -311,7 +311,7 @@ func tailOne(ctx context.Context, set *sources.Set, name string, src *sources.NA
 // readsFromEnd reports whether ds tail can read in from its end: a DSS
 // capture file (or an empty one), not a pipe or an import.
 func readsFromEnd(in *input) bool {
-	return in.file != nil && in.size >= 0 && (in.format == views.InputDSS || in.format == views.InputEmpty) && !outOfOrder(in.name)
+	return in.file != nil && in.size >= 0 && (in.format == segments.InputDSS || in.format == segments.InputEmpty) && !outOfOrder(in.name)
 }
 
 // tailFile prints the tail of a capture file read from its end
@@ -356,7 +356,7 @@ func tailRing(ctx context.Context, in *input, stderr io.Writer, opts views.TailO
 	}
 	sink.File = in.name
 	rep := &damageReporter{in: in, stderr: stderr, Sink: sink}
-	err := views.ScanAny(ctx, in.r, views.ScanOptions{}, rep)
+	err := segments.ScanAny(ctx, in.r, segments.ScanOptions{}, rep)
 	sink.A.Flush()
 	if cerr := p.Close(); cerr != nil && err == nil {
 		err = cerr
@@ -437,8 +437,8 @@ func endCursor(ctx context.Context, name string, src *sources.NATS, opts views.L
 // shown, and neither are frames below it.
 func partialLogSink(p *views.Printer, window int) *views.LogSink {
 	s := &views.LogSink{P: p, Partial: true}
-	s.A = views.NewAssemblerWith(views.AssemblerOptions{Memory: window, Eager: true}, func(it views.Item) {
-		if it.Kind != views.ItemStart && it.Kind != views.ItemLate {
+	s.A = segments.NewAssemblerWith(segments.AssemblerOptions{Memory: window, Eager: true}, func(it segments.Item) {
+		if it.Kind != segments.ItemStart && it.Kind != segments.ItemLate {
 			p.Item(it)
 		}
 	})

@@ -22,6 +22,16 @@
 // bytes is never taken for records; no length field makes it allocate more
 // than the documented maxima; every input is read to its end.
 //
+// [Scan] reads one capture into a [Sink] (headers, channels, frames,
+// stream ends, trims and damaged ranges, adjacent ones merged into one
+// [RunError]), a batch of entries ahead of the sink, and tells a sink that
+// is an [Idler] when a live input pauses. [ScanAny] does the same for any
+// input ds reads: [Detect] tells a DSS capture from the seed system's
+// DSQ1 transport stream and its legacy delivery envelopes by their first
+// bytes ([ErrNotCapture] for anything else), and the importers turn the
+// other two formats into the same entries. The views render what a Sink
+// receives; ds ingest and ds check read through the same calls.
+//
 // A [Store] is a directory of streams that [Store.Ingest] grows from
 // captures (ds ingest): each stream rebuilt by position, every frame kept
 // once whatever order, copies and cuts it arrives in, crash-safe, locked

@@ -58,7 +58,7 @@ func viewLogExpect(t *testing.T, opts LogOptions, expect []frames.StreamID, capt
 	p.Expect(expect)
 	sink := NewLogSink(p, 0)
 	for _, c := range captures {
-		if err := Scan(context.Background(), bytes.NewReader(c), ScanOptions{}, sink); err != nil {
+		if err := segments.Scan(context.Background(), bytes.NewReader(c), segments.ScanOptions{}, sink); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,7 +75,7 @@ func viewGaps(t *testing.T, captures ...[]byte) []Finding {
 	g := NewGaps(0)
 	for i, c := range captures {
 		g.File(strings.Repeat("x", i+1), false)
-		if err := Scan(context.Background(), bytes.NewReader(c), ScanOptions{}, g); err != nil {
+		if err := segments.Scan(context.Background(), bytes.NewReader(c), segments.ScanOptions{}, g); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -119,7 +119,7 @@ func TestConformanceEmptyStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	Scan(context.Background(), bytes.NewReader(empty), ScanOptions{}, sr)
+	segments.Scan(context.Background(), bytes.NewReader(empty), segments.ScanOptions{}, sr)
 	if err := sr.Close(); err != nil || out.Len() != 0 {
 		t.Errorf("series: %q, %v", out.String(), err)
 	}

@@ -4,14 +4,14 @@
 //
 //	capture files → segments.Reader → views (assemble, render) → cmd/ds
 //
-// Inputs: [ScanAny] tells a DSS capture, the seed system's DSQ1 transport
+// Inputs: [segments.ScanAny] tells a DSS capture, the seed system's DSQ1 transport
 // stream and legacy delivery envelopes apart by their first bytes
-// ([ErrNotCapture] for anything else) and reports all three through the
-// same [Sink]; [Merge] reads several inputs at once and hands one sink the
+// ([segments.ErrNotCapture] for anything else) and reports all three through the
+// same [segments.Sink]; [Merge] reads several inputs at once and hands one sink the
 // entry with the least time (its stream's latest clock reading in its
 // input), ties in input order, so that captures made at the same time
-// interleave and a stream split over files is rebuilt whole. [Scan] tells
-// an [Idler] sink when its input has nothing more for now, so that a live
+// interleave and a stream split over files is rebuilt whole. [segments.Scan] tells
+// an [segments.Idler] sink when its input has nothing more for now, so that a live
 // pipe is printed as it arrives.
 //
 // What a view shows is a [Selection]: stream filters (node, stream,
@@ -21,12 +21,12 @@
 // printed; [SelectStreams] gives the stream filters to views without a
 // printer (ds gaps, ds series, ds latest).
 //
-// [Assembler] (segments.Assembler: ingest lives below the views) rebuilds
+// [segments.Assembler] (segments.Assembler: ingest lives below the views) rebuilds
 // each stream by position, collapses duplicates (first wins), reports
 // conflicting duplicates and derives interior gaps (spec §7). It
 // identifies frames by position: a repeated position is a duplicate only
 // if that position was seen; payloads are hashed only where a conflict
-// can be told from a copy cheaply (see [Assembler]). It never guesses a
+// can be told from a copy cheaply (see [segments.Assembler]). It never guesses a
 // gap: frames after a hole are held until the end of input (or until a
 // live input goes quiet), so any input order gives the same output. The
 // renderers turn the assembled frames into what ds log and ds info print,
@@ -43,7 +43,7 @@
 // interval.
 //
 // Losses are shown in place, as items of their stream: gaps (positions
-// assigned but never stored, from the [Assembler]) and drops (submissions
+// assigned but never stored, from the [segments.Assembler]) and drops (submissions
 // the writer refused, which never got a position, see [Drop]), read from
 // the datastream.health records: a record carrying "loss" says how many
 // frames and bytes were refused immediately before its position; for
@@ -83,17 +83,17 @@
 // Reading takes bounded memory whatever the input (DESIGN.md §7), because
 // nothing here keeps payloads in memory beyond the assembler's bound:
 //
-//   - the [Assembler] holds out-of-order frames in memory up to
-//     [DefaultMemory] (8 MiB) across all streams; past it they are spilled
+//   - the [segments.Assembler] holds out-of-order frames in memory up to
+//     [segments.DefaultMemory] (8 MiB) across all streams; past it they are spilled
 //     to an unlinked temporary file (as sort(1) does) and read back in
 //     order. A stream whose first segment read is not its writer's first
 //     (a capture whose head was cut off) waits for its head until the
-//     end of input, then starts with an [ItemStart]; ds info and ds tail
+//     end of input, then starts with an [segments.ItemStart]; ds info and ds tail
 //     start it at once (AssemblerOptions.Eager);
 //   - per stream it keeps a few hundred bytes of state (about 250 in the
 //     Assembler, about 300 more in an [Info], plus one small entry per
 //     channel), and more only for what it holds or remembers of gaps;
-//   - [Scan] reports a run of adjacent damaged ranges as one, and [Info]
+//   - [segments.Scan] reports a run of adjacent damaged ranges as one, and [Info]
 //     lists the first 100 gaps, drops, exits and damaged ranges and counts
 //     the rest.
 //

@@ -32,7 +32,7 @@ func checkCapture(t *testing.T, in []byte) {
 		ctx := context.Background()
 		info := NewInfo(1 << 12)
 		info.File("fuzz")
-		if err := Scan(ctx, bytes.NewReader(in), ScanOptions{}, info); err != nil {
+		if err := segments.Scan(ctx, bytes.NewReader(in), segments.ScanOptions{}, info); err != nil {
 			t.Fatal(err)
 		}
 		info.FileSize(int64(len(in)))
@@ -52,7 +52,7 @@ func checkCapture(t *testing.T, in []byte) {
 			p := NewPrinter(&out, LogOptions{Format: format, All: format == FormatJSON})
 			sink := NewLogSink(p, 1<<12)
 			sink.File = "fuzz"
-			if err := Scan(ctx, bytes.NewReader(in), ScanOptions{}, sink); err != nil {
+			if err := segments.Scan(ctx, bytes.NewReader(in), segments.ScanOptions{}, sink); err != nil {
 				t.Fatal(err)
 			}
 			sink.A.Flush()

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
 // FindingKind says what a [Finding] reports.
@@ -36,10 +37,10 @@ const (
 	// head was cut off, a later file of a rotated capture, or frames lost
 	// before the first one read). Segment is the sequence number of the
 	// stream's first segment header read: above 0 when the input begins
-	// after the writer's first segment (see [ItemStart]).
+	// after the writer's first segment (see [segments.ItemStart]).
 	FindingStart
 	// FindingGap is an interior gap: positions Gap.From..Gap.To were
-	// assigned by the writer but are not in the input (see [ItemGap]).
+	// assigned by the writer but are not in the input (see [segments.ItemGap]).
 	FindingGap
 	// FindingDrop is a pre-position drop: submissions the writer refused
 	// (a full queue), which never got a position, read from the
@@ -65,7 +66,7 @@ const (
 	// no loss of this one.
 	FindingSubscriberDrop
 	// FindingConflict is a frame refused because another payload was
-	// already stored for its position (see [ItemConflict]): Position,
+	// already stored for its position (see [segments.ItemConflict]): Position,
 	// ChannelID and Channel (its name, "" when not declared) are the
 	// refused frame's. The first payload is the one kept.
 	FindingConflict
@@ -168,8 +169,8 @@ type Finding struct {
 	End    int64  // FindingDamage, FindingTorn: end of the range, exclusive
 	Err    string // FindingDamage, FindingTorn: what the reader said
 
-	Gap  Gap  // FindingGap
-	Drop Drop // FindingDrop (Reason cut to 64 bytes)
+	Gap  segments.Gap // FindingGap
+	Drop Drop         // FindingDrop (Reason cut to 64 bytes)
 	// Transport is FindingTransport's loss, and for a FindingGap the
 	// transport loss that explains it: the listed one of its stream, with
 	// the lowest first position, whose range shares a position with the
@@ -285,12 +286,12 @@ func its(n uint64) string {
 // pre-position drops, conflicts, and whether it ended; and the notes,
 // which are no loss of the inputs: live inputs, trimmed streams,
 // subscriber drops and transport losses (see [FindingKind.IsLoss]).
-// Read each input into the Sink [Gaps.Input] returns for it ([Scan], or
+// Read each input into the Sink [Gaps.Input] returns for it ([segments.Scan], or
 // [Merge] for several at once); then call [Gaps.Each], [Gaps.WriteText]
 // or [Gaps.WriteJSON], and [Gaps.Totals]. A Gaps is itself the Sink of
 // its latest input (of an input named "-" when there is none).
 //
-// It rebuilds each stream with an [Assembler] and decodes only the
+// It rebuilds each stream with an [segments.Assembler] and decodes only the
 // writer's datastream.health records (as [Info] does, with the same drop
 // rules, see [Drop]) and datastream.transport records (see
 // [TransportLoss]); no other payload is decoded or kept. A frame that
@@ -309,7 +310,7 @@ func its(n uint64) string {
 // reason are cut to 200 bytes each); past that, findings are counted
 // only. A Gaps is not safe for concurrent use.
 type Gaps struct {
-	asm     *Assembler
+	asm     *segments.Assembler
 	streams map[frames.StreamID]*gapStream
 	order   []*gapStream
 	last    *gapStream // the stream of the previous call
@@ -344,19 +345,19 @@ type gapStream struct {
 	low, high frames.Position
 	drops     dropTracker
 	subs      subscriberTracker
-	gaps      []Gap     // listed gaps, ascending
-	found     []Finding // other listed findings, in the order found
-	more      uint64    // findings not listed
+	gaps      []segments.Gap // listed gaps, ascending
+	found     []Finding      // other listed findings, in the order found
+	more      uint64         // findings not listed
 	// run is 1 + the index in found of the subscriber drop that the next
 	// one may be merged into, 0 when none may.
 	run int
 }
 
 // NewGaps returns an empty collector with the given reorder window per
-// stream, in bytes (0: DefaultWindow; see [AssemblerOptions]).
+// stream, in bytes (0: DefaultWindow; see [segments.AssemblerOptions]).
 func NewGaps(window int) *Gaps {
 	g := &Gaps{streams: make(map[frames.StreamID]*gapStream)}
-	g.asm = NewAssembler(window, g.item)
+	g.asm = segments.NewAssembler(window, g.item)
 	return g
 }
 
@@ -366,7 +367,7 @@ func NewGaps(window int) *Gaps {
 // listed for it, and a stream whose latest segment header read is in it
 // is not reported unended. The Sinks of several inputs may be fed in any
 // interleaving, but not concurrently.
-func (g *Gaps) Input(name string, live bool) Sink {
+func (g *Gaps) Input(name string, live bool) segments.Sink {
 	f := &gapFile{name: name, live: live}
 	g.files = append(g.files, f)
 	if live {
@@ -394,7 +395,7 @@ type gapsInput struct {
 	f *gapFile
 }
 
-func (in gapsInput) Header(h SegmentHeader)                  { in.g.header(h, in.f) }
+func (in gapsInput) Header(h segments.SegmentHeader)         { in.g.header(h, in.f) }
 func (in gapsInput) Channel(d frames.ChannelDescriptor)      { in.g.Channel(d) }
 func (in gapsInput) Frame(s frames.StreamID, f frames.Frame) { in.g.Frame(s, f) }
 func (in gapsInput) Ended(s frames.StreamID)                 { in.g.Ended(s) }
@@ -419,11 +420,11 @@ func (g *Gaps) stream(s frames.StreamID) *gapStream {
 	return st
 }
 
-// Header implements [Sink], for the latest input.
-func (g *Gaps) Header(h SegmentHeader) { g.header(h, g.file()) }
+// Header implements [segments.Sink], for the latest input.
+func (g *Gaps) Header(h segments.SegmentHeader) { g.header(h, g.file()) }
 
 // header records a segment header read in input f.
-func (g *Gaps) header(h SegmentHeader, f *gapFile) {
+func (g *Gaps) header(h segments.SegmentHeader, f *gapFile) {
 	st := g.stream(h.Stream.Stream)
 	if !st.headers {
 		st.headers, st.firstSeq = true, h.Seq
@@ -437,10 +438,10 @@ func (g *Gaps) header(h SegmentHeader, f *gapFile) {
 
 // Segment is Header for a writer's first segment (sequence number 0).
 func (g *Gaps) Segment(d frames.StreamDescriptor, channels []frames.ChannelDescriptor) {
-	g.Header(SegmentHeader{Stream: d, Channels: channels})
+	g.Header(segments.SegmentHeader{Stream: d, Channels: channels})
 }
 
-// Channel implements [Sink]; the first descriptor of an id wins.
+// Channel implements [segments.Sink]; the first descriptor of an id wins.
 func (g *Gaps) Channel(d frames.ChannelDescriptor) {
 	st := g.stream(d.Stream)
 	if _, ok := st.names[d.ID]; ok {
@@ -458,20 +459,20 @@ func (g *Gaps) Channel(d frames.ChannelDescriptor) {
 	}
 }
 
-// Frame implements [Sink].
+// Frame implements [segments.Sink].
 func (g *Gaps) Frame(s frames.StreamID, f frames.Frame) { g.asm.Add(s, f) }
 
-// Ended implements [Sink]: an ended stream has no more to come, so what
+// Ended implements [segments.Sink]: an ended stream has no more to come, so what
 // it holds is flushed.
 func (g *Gaps) Ended(s frames.StreamID) {
 	g.stream(s).ended = true
 }
 
-// Trimmed implements [Sink]: positions below before were trimmed by a
+// Trimmed implements [segments.Sink]: positions below before were trimmed by a
 // store: not a gap.
 func (g *Gaps) Trimmed(s frames.StreamID, before frames.Position) { g.asm.Trim(s, before) }
 
-// Damage implements [Sink], for the latest input.
+// Damage implements [segments.Sink], for the latest input.
 func (g *Gaps) Damage(offset, end int64, torn bool, err error) {
 	g.damage(g.file(), offset, end, torn, err)
 }
@@ -576,10 +577,10 @@ func sameSubscribers(a, b []SubscriberLoss) bool {
 }
 
 // item takes an assembled item.
-func (g *Gaps) item(it Item) {
+func (g *Gaps) item(it segments.Item) {
 	st := g.stream(it.Stream)
 	switch it.Kind {
-	case ItemFrame:
+	case segments.ItemFrame:
 		p := it.Frame.Position
 		if st.n == 0 {
 			st.low = p
@@ -595,7 +596,7 @@ func (g *Gaps) item(it Item) {
 		if st.hasTransp && it.Frame.Channel == st.transport {
 			g.transportLoss(st, it.Frame)
 		}
-	case ItemLate:
+	case segments.ItemLate:
 		p := it.Frame.Position
 		if st.n == 0 {
 			st.low, st.high = p, p
@@ -609,7 +610,7 @@ func (g *Gaps) item(it Item) {
 		if st.hasTransp && it.Frame.Channel == st.transport {
 			g.transportLoss(st, it.Frame) // it names its range: order does not matter
 		}
-	case ItemGap:
+	case segments.ItemGap:
 		g.totals.Gaps++
 		g.totals.Missing += it.Gap.Count
 		st.interrupt(it.Gap.From)
@@ -618,9 +619,9 @@ func (g *Gaps) item(it Item) {
 			return
 		}
 		st.gaps = append(st.gaps, it.Gap)
-	case ItemTrimmed:
+	case segments.ItemTrimmed:
 		st.before = it.Gap.To + 1
-	case ItemConflict:
+	case segments.ItemConflict:
 		g.totals.Conflicts++
 		g.add(st, Finding{Kind: FindingConflict, Position: it.Frame.Position, ChannelID: it.Frame.Channel, Channel: st.names[it.Frame.Channel]})
 	}
@@ -646,7 +647,7 @@ func (g *Gaps) fill(st *gapStream, p frames.Position) {
 	case p == gp.To:
 		gp.To--
 	default:
-		hi := Gap{From: p + 1, To: gp.To, Count: uint64(gp.To - p)}
+		hi := segments.Gap{From: p + 1, To: gp.To, Count: uint64(gp.To - p)}
 		gp.To = p - 1
 		gp.Count = uint64(gp.To-gp.From) + 1
 		st.gaps = slices.Insert(st.gaps, i+1, hi)
@@ -811,7 +812,7 @@ func (g *Gaps) sorted() []*gapStream {
 func (g *Gaps) streamFindings(st *gapStream) []Finding {
 	var out []Finding
 	if st.before > 0 {
-		out = append(out, Finding{Kind: FindingTrimmed, Stream: st.id, Gap: Gap{From: 0, To: st.before - 1, Count: uint64(st.before)}})
+		out = append(out, Finding{Kind: FindingTrimmed, Stream: st.id, Gap: segments.Gap{From: 0, To: st.before - 1, Count: uint64(st.before)}})
 	}
 	if st.n > 0 && st.low > st.before {
 		out = append(out, Finding{Kind: FindingStart, Stream: st.id, Position: st.low, Segment: st.firstSeq})
@@ -1181,6 +1182,6 @@ func (f *Finding) jsonValue() any {
 
 // Gaps and the Sinks of its inputs implement Sink.
 var (
-	_ Sink = (*Gaps)(nil)
-	_ Sink = gapsInput{}
+	_ segments.Sink = (*Gaps)(nil)
+	_ segments.Sink = gapsInput{}
 )

@@ -37,7 +37,7 @@ type gapsOp func(g *Gaps)
 
 func gHdr(s frames.StreamID, seq uint64) gapsOp {
 	return func(g *Gaps) {
-		g.Header(SegmentHeader{Stream: frames.StreamDescriptor{Stream: s}, Channels: gapsCatalog(s), Seq: seq})
+		g.Header(segments.SegmentHeader{Stream: frames.StreamDescriptor{Stream: s}, Channels: gapsCatalog(s), Seq: seq})
 	}
 }
 
@@ -97,7 +97,7 @@ func TestGapsFindings(t *testing.T) {
 	}, {
 		name:   "interior gap",
 		ops:    []gapsOp{gHdr(gapsA, 0), gLines(gapsA, 0, 1, 4, 5, 7), gEnded(gapsA)},
-		want:   []Finding{{Kind: FindingGap, Stream: gapsA, Gap: Gap{From: 2, To: 3, Count: 2}}, {Kind: FindingGap, Stream: gapsA, Gap: Gap{From: 6, To: 6, Count: 1}}},
+		want:   []Finding{{Kind: FindingGap, Stream: gapsA, Gap: segments.Gap{From: 2, To: 3, Count: 2}}, {Kind: FindingGap, Stream: gapsA, Gap: segments.Gap{From: 6, To: 6, Count: 1}}},
 		totals: LossTotals{Gaps: 2, Missing: 3},
 	}, {
 		name: "drop in place",
@@ -138,9 +138,9 @@ func TestGapsFindings(t *testing.T) {
 		ops: []gapsOp{gHdr(gapsA, 0), gLines(gapsA, 0, 2, 5),
 			gFrame(gapsA, 2, 1, "other\n"), gEnded(gapsA)},
 		want: []Finding{
-			{Kind: FindingGap, Stream: gapsA, Gap: Gap{From: 1, To: 1, Count: 1}},
+			{Kind: FindingGap, Stream: gapsA, Gap: segments.Gap{From: 1, To: 1, Count: 1}},
 			{Kind: FindingConflict, Stream: gapsA, Position: 2, ChannelID: 1, Channel: "proc.job.stdout"},
-			{Kind: FindingGap, Stream: gapsA, Gap: Gap{From: 3, To: 4, Count: 2}},
+			{Kind: FindingGap, Stream: gapsA, Gap: segments.Gap{From: 3, To: 4, Count: 2}},
 		},
 		totals: LossTotals{Conflicts: 1, Gaps: 2, Missing: 3},
 	}, {
@@ -188,8 +188,8 @@ func TestGapsFindings(t *testing.T) {
 		ops: []gapsOp{gHdr(gapsB, 0), gLines(gapsB, 0, 2), gEnded(gapsB),
 			gHdr(gapsA, 0), gLines(gapsA, 0, 5), gEnded(gapsA)},
 		want: []Finding{
-			{Kind: FindingGap, Stream: gapsA, Gap: Gap{From: 1, To: 4, Count: 4}},
-			{Kind: FindingGap, Stream: gapsB, Gap: Gap{From: 1, To: 1, Count: 1}},
+			{Kind: FindingGap, Stream: gapsA, Gap: segments.Gap{From: 1, To: 4, Count: 4}},
+			{Kind: FindingGap, Stream: gapsB, Gap: segments.Gap{From: 1, To: 1, Count: 1}},
 		},
 		totals: LossTotals{Gaps: 2, Missing: 5},
 	}, {
@@ -199,9 +199,9 @@ func TestGapsFindings(t *testing.T) {
 		window: 1,
 		ops:    []gapsOp{gHdr(gapsA, 0), gLines(gapsA, 0, 10, 3, 1, 9, 5), gEnded(gapsA)},
 		want: []Finding{
-			{Kind: FindingGap, Stream: gapsA, Gap: Gap{From: 2, To: 2, Count: 1}},
-			{Kind: FindingGap, Stream: gapsA, Gap: Gap{From: 4, To: 4, Count: 1}},
-			{Kind: FindingGap, Stream: gapsA, Gap: Gap{From: 6, To: 8, Count: 3}},
+			{Kind: FindingGap, Stream: gapsA, Gap: segments.Gap{From: 2, To: 2, Count: 1}},
+			{Kind: FindingGap, Stream: gapsA, Gap: segments.Gap{From: 4, To: 4, Count: 1}},
+			{Kind: FindingGap, Stream: gapsA, Gap: segments.Gap{From: 6, To: 8, Count: 3}},
 		},
 		totals: LossTotals{Gaps: 3, Missing: 5},
 	}, {
@@ -232,7 +232,7 @@ func TestGapsFindings(t *testing.T) {
 func TestGapsListBound(t *testing.T) {
 	g := NewGaps(0)
 	g.Input("x.dss", false)
-	g.Header(SegmentHeader{Stream: frames.StreamDescriptor{Stream: gapsA}, Channels: gapsCatalog(gapsA)})
+	g.Header(segments.SegmentHeader{Stream: frames.StreamDescriptor{Stream: gapsA}, Channels: gapsCatalog(gapsA)})
 	n := MaxListedFindings + 5
 	for i := range n + 1 {
 		g.Frame(gapsA, frames.Frame{Channel: 1, Position: frames.Position(2 * i), Payload: []byte("x")})
@@ -380,7 +380,7 @@ func TestGapsScan(t *testing.T) {
 	scan := func(data []byte) ([]Finding, LossTotals) {
 		g = NewGaps(0)
 		g.Input("in.dss", false)
-		if err := Scan(context.Background(), bytes.NewReader(data), ScanOptions{}, g); err != nil {
+		if err := segments.Scan(context.Background(), bytes.NewReader(data), segments.ScanOptions{}, g); err != nil {
 			t.Fatal(err)
 		}
 		var out []Finding
@@ -403,9 +403,9 @@ func TestGapsScan(t *testing.T) {
 	}
 	got, tot := scan(write(true, 0, 1, 3, 6))
 	want := []Finding{
-		{Kind: FindingGap, Stream: gapsA, Gap: Gap{From: 2, To: 2, Count: 1}},
+		{Kind: FindingGap, Stream: gapsA, Gap: segments.Gap{From: 2, To: 2, Count: 1}},
 		{Kind: FindingDrop, Stream: gapsA, Drop: Drop{Before: 3, Frames: 2, Bytes: gU64(20), Reason: "queue full"}},
-		{Kind: FindingGap, Stream: gapsA, Gap: Gap{From: 4, To: 5, Count: 2}},
+		{Kind: FindingGap, Stream: gapsA, Gap: segments.Gap{From: 4, To: 5, Count: 2}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" || tot.Losses() != 3 {
 		t.Errorf("gapped capture (-want +got):\n%s%+v", diff, tot)
@@ -458,7 +458,7 @@ func FuzzGaps(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		g := NewGaps(1 << 12)
 		g.Input("fuzz", false)
-		if err := Scan(context.Background(), bytes.NewReader(in), ScanOptions{}, g); err != nil {
+		if err := segments.Scan(context.Background(), bytes.NewReader(in), segments.ScanOptions{}, g); err != nil {
 			t.Fatal(err)
 		}
 		var count LossTotals
@@ -518,8 +518,8 @@ func FuzzGaps(f *testing.F) {
 func TestGapsInputsInterleaved(t *testing.T) {
 	g := NewGaps(0)
 	a, b := g.Input("a.dss", false), g.Input("b.dss", true)
-	a.Header(SegmentHeader{Stream: frames.StreamDescriptor{Stream: gapsA}, Channels: gapsCatalog(gapsA)})
-	b.Header(SegmentHeader{Stream: frames.StreamDescriptor{Stream: gapsB}, Channels: gapsCatalog(gapsB)})
+	a.Header(segments.SegmentHeader{Stream: frames.StreamDescriptor{Stream: gapsA}, Channels: gapsCatalog(gapsA)})
+	b.Header(segments.SegmentHeader{Stream: frames.StreamDescriptor{Stream: gapsB}, Channels: gapsCatalog(gapsB)})
 	b.Damage(5, 9, false, errors.New("bad b"))
 	a.Frame(gapsA, frames.Frame{Channel: 1, Position: 0})
 	a.Damage(7, 8, true, errors.New("torn a"))
@@ -583,7 +583,7 @@ func TestGapsSubscriberRuns(t *testing.T) {
 			gHealth(gapsA, 4, subHealth(3, "tail:3")), gHealth(gapsA, 5, subHealth(5, "tail:5")), gEnded(gapsA)},
 		want: []Finding{
 			subDrop(1, 2, 2, SubscriberLoss{"tail", 2}),
-			{Kind: FindingGap, Stream: gapsA, Gap: Gap{From: 3, To: 3, Count: 1}},
+			{Kind: FindingGap, Stream: gapsA, Gap: segments.Gap{From: 3, To: 3, Count: 1}},
 			subDrop(4, 5, 3, SubscriberLoss{"tail", 3}),
 		},
 		totals: LossTotals{Gaps: 1, Missing: 1, SubDrops: 2, SubDropped: 5},
@@ -672,7 +672,7 @@ func TestGapsSubscriberRunBound(t *testing.T) {
 	g.Each(func(f Finding) error { got = append(got, f); return nil })
 	want := []Finding{
 		subDrop(1, n, n, SubscriberLoss{"nats", n}),
-		{Kind: FindingGap, Stream: gapsA, Gap: Gap{From: frames.Position(n + 1), To: frames.Position(n + 1), Count: 1}},
+		{Kind: FindingGap, Stream: gapsA, Gap: segments.Gap{From: frames.Position(n + 1), To: frames.Position(n + 1), Count: 1}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)

@@ -62,12 +62,12 @@ type StreamSummary struct {
 	Frames        uint64           `json:"frames"`
 	Bytes         uint64           `json:"bytes"` // payload bytes
 	Channels      []ChannelSummary `json:"channels"`
-	Gaps          []Gap            `json:"gaps"` // the first 100
+	Gaps          []segments.Gap   `json:"gaps"` // the first 100
 	GapCount      uint64           `json:"gap_count"`
 	MissingFrames uint64           `json:"missing_frames"`
 	Duplicates    uint64           `json:"duplicates"`
 	// UncomparedDuplicates counts the duplicates whose earlier copy was
-	// not kept to compare with (see [Assembler]): a conflict among them
+	// not kept to compare with (see [segments.Assembler]): a conflict among them
 	// would go unseen. Omitted when 0.
 	UncomparedDuplicates uint64  `json:"uncompared_duplicates,omitempty"`
 	Conflicts            uint64  `json:"conflicts"`
@@ -121,13 +121,13 @@ type FileSummary struct {
 // (datastream.health, datastream.clock, datastream.transport) and
 // lifecycle exit records.
 //
-// Info keeps counts, never payloads: besides the [Assembler]'s bounded
+// Info keeps counts, never payloads: besides the [segments.Assembler]'s bounded
 // window, it holds per stream its descriptor, one entry per channel (id,
 // name, content, counts), the first 100 gaps, drop places and exit
 // records (strings taken from payloads cut to 64 bytes); per input, the
 // first 100 damaged ranges.
 type Info struct {
-	asm     *Assembler
+	asm     *segments.Assembler
 	streams map[frames.StreamID]*infoStream
 	order   []*infoStream
 	last    *infoStream // the stream of the previous call, to skip the map lookup
@@ -153,7 +153,7 @@ type infoStream struct {
 // less (a capture of 100,000 small streams).
 type infoLists struct {
 	index map[frames.ChannelID]int // chans by id, once there are many
-	gaps  []Gap
+	gaps  []segments.Gap
 	exits []ExitSummary
 	// lost counts transport losses, lostFrames the frames they name.
 	lost, lostFrames uint64
@@ -187,13 +187,13 @@ type infoDrops struct {
 
 // NewInfo returns an empty collector whose assembler holds at most
 // memory bytes before it spills (0: DefaultMemory; see
-// [AssemblerOptions]). It is eager (AssemblerOptions.Eager): ds info
+// [segments.AssemblerOptions]). It is eager (AssemblerOptions.Eager): ds info
 // reports on one capture quickly from its summaries, so it trusts it to
 // be in order, and a stream whose head is missing starts at once; a frame
 // that arrives below where its stream started is counted late, never
 // dropped. Use [NewExactInfo] for several inputs.
 func NewInfo(memory int) *Info {
-	return newInfo(AssemblerOptions{Memory: memory, Eager: true})
+	return newInfo(segments.AssemblerOptions{Memory: memory, Eager: true})
 }
 
 // NewExactInfo is [NewInfo] without trust in the inputs' order: a stream
@@ -201,12 +201,12 @@ func NewInfo(memory int) *Info {
 // copies read in any order give the same counts (issue 10), at the cost
 // of reading such a stream's frames instead of its summaries.
 func NewExactInfo(memory int) *Info {
-	return newInfo(AssemblerOptions{Memory: memory})
+	return newInfo(segments.AssemblerOptions{Memory: memory})
 }
 
-func newInfo(opts AssemblerOptions) *Info {
+func newInfo(opts segments.AssemblerOptions) *Info {
 	in := &Info{streams: make(map[frames.StreamID]*infoStream)}
-	in.asm = NewAssemblerWith(opts, in.item)
+	in.asm = segments.NewAssemblerWith(opts, in.item)
 	return in
 }
 
@@ -292,7 +292,7 @@ func (in *Info) file() *FileSummary {
 func (in *Info) FileSize(n int64) { in.file().Bytes = n }
 
 // Header records a segment header of the current input.
-func (in *Info) Header(h SegmentHeader) {
+func (in *Info) Header(h segments.SegmentHeader) {
 	in.file().Segments++
 	st := in.stream(h.Stream.Stream)
 	st.desc = h.Stream
@@ -311,7 +311,7 @@ func (in *Info) Header(h SegmentHeader) {
 
 // Segment is Header for a writer's first segment (sequence number 0).
 func (in *Info) Segment(d frames.StreamDescriptor, channels []frames.ChannelDescriptor) {
-	in.Header(SegmentHeader{Stream: d, Channels: channels})
+	in.Header(segments.SegmentHeader{Stream: d, Channels: channels})
 }
 
 // Channel records a channel descriptor; the first one for an id wins.
@@ -327,10 +327,10 @@ func (in *Info) Channel(d frames.ChannelDescriptor) {
 // when the summary says all Info needs: every frame counted per channel,
 // positions first to last each once and in order, every frame the writer
 // was asked to keep kept, and the run follows what the stream has so far
-// ([Assembler.AddRun]). It reports false, having recorded nothing, when
+// ([segments.Assembler.AddRun]). It reports false, having recorded nothing, when
 // the summary does not suffice: the caller then reads the segment's
 // records into the Info as usual (and the header with them).
-func (in *Info) AddSummary(h SegmentHeader, sum *segments.Summary) bool {
+func (in *Info) AddSummary(h segments.SegmentHeader, sum *segments.Summary) bool {
 	if sum == nil || sum.Channels == nil || !sum.KeptAll || !keepsWhatInfoReads(h.Channels, sum.Channels) {
 		return false
 	}
@@ -433,15 +433,15 @@ func (in *Info) Damage(offset, end int64, torn bool, err error) {
 	f.Damage = append(f.Damage, d)
 }
 
-func (in *Info) item(it Item) {
+func (in *Info) item(it segments.Item) {
 	st := in.stream(it.Stream)
 	switch it.Kind {
-	case ItemGap:
+	case segments.ItemGap:
 		if l := st.more(); len(l.gaps) < maxListedGaps {
 			l.gaps = append(l.gaps, it.Gap)
 		}
 		return
-	case ItemLate:
+	case segments.ItemLate:
 		if i, ok := st.find(it.Frame.Channel); ok && st.chans[i].declared {
 			switch st.chans[i].name {
 			case frames.HealthChannel:
@@ -451,7 +451,7 @@ func (in *Info) item(it Item) {
 			}
 		}
 		return
-	case ItemFrame:
+	case segments.ItemFrame:
 	default:
 		return
 	}

@@ -85,7 +85,7 @@ func wrapLikeCapture(t *testing.T, n int, segSize int64, keep func(frames.Channe
 func infoBoth(t *testing.T, data []byte) (scan, fromEnd []StreamSummary, summarised int) {
 	t.Helper()
 	a := NewInfo(0)
-	if err := Scan(context.Background(), bytes.NewReader(data), ScanOptions{}, a); err != nil {
+	if err := segments.Scan(context.Background(), bytes.NewReader(data), segments.ScanOptions{}, a); err != nil {
 		t.Fatal(err)
 	}
 	_, scan = a.Summary()
@@ -95,11 +95,11 @@ func infoBoth(t *testing.T, data []byte) (scan, fromEnd []StreamSummary, summari
 		t.Fatal(err)
 	}
 	for _, sp := range spans {
-		if sp.Header != nil && sp.Summary != nil && b.AddSummary(SegmentHeader{Stream: sp.Header.Stream, Channels: sp.Header.Channels, Seq: sp.Header.Seq, Offset: sp.Offset}, sp.Summary) {
+		if sp.Header != nil && sp.Summary != nil && b.AddSummary(segments.SegmentHeader{Stream: sp.Header.Stream, Channels: sp.Header.Channels, Seq: sp.Header.Seq, Offset: sp.Offset}, sp.Summary) {
 			summarised++
 			continue
 		}
-		if err := Scan(context.Background(), io.NewSectionReader(bytes.NewReader(data), sp.Offset, sp.End-sp.Offset), ScanOptions{Offset: sp.Offset}, b); err != nil {
+		if err := segments.Scan(context.Background(), io.NewSectionReader(bytes.NewReader(data), sp.Offset, sp.End-sp.Offset), segments.ScanOptions{Offset: sp.Offset}, b); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
 // LatestOptions configures [NewLatest].
@@ -25,21 +26,21 @@ type LatestOptions struct {
 	Window int
 }
 
-// Latest is the gauge view, what ds latest scans into (it is a [Sink]):
+// Latest is the gauge view, what ds latest scans into (it is a [segments.Sink]):
 // it keeps the last frame (the highest position) of each matching
 // channel of each stream, with its time, the stream's latest
 // datastream.clock reading at or before it (see the package doc).
 //
-// It reads its input whole, in position order through an [Assembler]
+// It reads its input whole, in position order through an [segments.Assembler]
 // (duplicates collapsed, first wins), and keeps one payload per matching
 // (stream, channel), overwritten in place: its memory is the assembler's
 // bound plus the largest payload of each matching channel, whatever the
-// input's length. A late frame (see [ItemLate]) is taken if its position
+// input's length. A late frame (see [segments.ItemLate]) is taken if its position
 // is above the kept one's; its time is then unknown.
 //
 // A Latest is not safe for concurrent use.
 type Latest struct {
-	a   *Assembler
+	a   *segments.Assembler
 	cat viewCatalog
 }
 
@@ -66,12 +67,12 @@ type LatestEntry struct {
 // NewLatest returns an empty gauge view.
 func NewLatest(opts LatestOptions) *Latest {
 	l := &Latest{cat: newViewCatalog(opts.Channels, true)}
-	l.a = NewAssembler(opts.Window, l.item)
+	l.a = segments.NewAssembler(opts.Window, l.item)
 	return l
 }
 
 // Header implements Sink.
-func (l *Latest) Header(h SegmentHeader) {
+func (l *Latest) Header(h segments.SegmentHeader) {
 	l.cat.header(h)
 	l.a.Segment(h.Stream.Stream, h.Seq)
 }
@@ -96,7 +97,7 @@ func (l *Latest) Damage(offset, end int64, torn bool, err error) {}
 // declared). Call it once the inputs are read, before [Latest.Entries].
 func (l *Latest) Flush() { l.a.Flush() }
 
-func (l *Latest) item(it Item) {
+func (l *Latest) item(it segments.Item) {
 	vs := l.cat.item(it)
 	if vs == nil {
 		return
@@ -111,7 +112,7 @@ func (l *Latest) item(it Item) {
 	}
 	last.has, last.pos = true, it.Frame.Position
 	last.timeNS = vs.clockNS
-	if it.Kind == ItemLate {
+	if it.Kind == segments.ItemLate {
 		last.timeNS = 0
 	}
 	last.payload = append(last.payload[:0], it.Frame.Payload...)

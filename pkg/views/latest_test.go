@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
 func runLatest(t *testing.T, opts LatestOptions, evs []srEv) *Latest {
@@ -158,7 +159,7 @@ func TestLatestLateFrame(t *testing.T) {
 // TestLatestFixture reads the capture the cmd/ds scripts read through Scan.
 func TestLatestFixture(t *testing.T) {
 	l := NewLatest(LatestOptions{Channels: []frames.ChannelFilter{frames.PrefixChannels("host.")}})
-	if err := Scan(context.Background(), bytes.NewReader(seriesFixture(t)), ScanOptions{}, l); err != nil {
+	if err := segments.Scan(context.Background(), bytes.NewReader(seriesFixture(t)), segments.ScanOptions{}, l); err != nil {
 		t.Fatal(err)
 	}
 	l.Flush()

@@ -179,7 +179,7 @@ func scanInfo(t *testing.T, r io.Reader) (*Info, int64) {
 	t.Helper()
 	in := NewInfo(0)
 	peak := probe(t, func() {
-		if err := Scan(context.Background(), r, ScanOptions{}, in); err != nil {
+		if err := segments.Scan(context.Background(), r, segments.ScanOptions{}, in); err != nil {
 			t.Fatal(err)
 		}
 		in.Summary()
@@ -194,7 +194,7 @@ func scanCat(t *testing.T, r io.Reader) (*LogSink, int64) {
 	p := NewPrinter(io.Discard, LogOptions{Format: FormatCat})
 	sink := NewLogSink(p, 0)
 	peak := probe(t, func() {
-		if err := Scan(context.Background(), r, ScanOptions{}, sink); err != nil {
+		if err := segments.Scan(context.Background(), r, segments.ScanOptions{}, sink); err != nil {
 			t.Fatal(err)
 		}
 		sink.A.Flush()
@@ -250,7 +250,7 @@ func TestMemoryHeadCutOff(t *testing.T) {
 		}
 		t.Logf("%d MiB capture, first 1 MB cut: peak heap %.1f MiB (info), %.1f MiB (log --cat)", size/MiB, float64(peaks[k][0])/MiB, float64(peaks[k][1])/MiB)
 	}
-	checkPeaks(t, peaks, DefaultMemory+16*MiB)
+	checkPeaks(t, peaks, segments.DefaultMemory+16*MiB)
 }
 
 // One flipped byte in the 3rd frame of a capture: the frames after it are
@@ -274,7 +274,7 @@ func TestMemoryEarlyHole(t *testing.T) {
 		}
 		t.Logf("%d MiB capture, byte flipped in frame 2: peak heap %.1f MiB (info), %.1f MiB (log --cat)", size/MiB, float64(peaks[k][0])/MiB, float64(peaks[k][1])/MiB)
 	}
-	checkPeaks(t, peaks, DefaultMemory+16*MiB)
+	checkPeaks(t, peaks, segments.DefaultMemory+16*MiB)
 }
 
 // checkPeaks checks the peaks of two input sizes (by size, then info and
@@ -329,20 +329,20 @@ func TestMemoryManyCaptures(t *testing.T) {
 
 	infoPer, info := retained(n, func() any {
 		in := NewInfo(0)
-		if err := Scan(context.Background(), bytes.NewReader(input), ScanOptions{}, in); err != nil {
+		if err := segments.Scan(context.Background(), bytes.NewReader(input), segments.ScanOptions{}, in); err != nil {
 			t.Fatal(err)
 		}
 		return in
 	})
 	logPer, _ := retained(n, func() any {
 		sink := NewLogSink(NewPrinter(io.Discard, LogOptions{Format: FormatCat}), 0)
-		if err := Scan(context.Background(), bytes.NewReader(input), ScanOptions{}, sink); err != nil {
+		if err := segments.Scan(context.Background(), bytes.NewReader(input), segments.ScanOptions{}, sink); err != nil {
 			t.Fatal(err)
 		}
 		return sink
 	})
 	asmPer, _ := retained(n, func() any {
-		a := NewAssembler(0, func(Item) {})
+		a := segments.NewAssembler(0, func(segments.Item) {})
 		for i := range n {
 			s := frames.StreamID{Node: "c", Life: frames.Life(i + 1)}
 			a.Segment(s, 0)
@@ -481,7 +481,7 @@ func TestScanMergesDamage(t *testing.T) {
 		got = append(got, fmt.Sprintf("%d-%d torn=%v", offset, end, torn))
 		errs = append(errs, err)
 	}}
-	if err := Scan(context.Background(), bytes.NewReader(input), ScanOptions{}, sink); err != nil {
+	if err := segments.Scan(context.Background(), bytes.NewReader(input), segments.ScanOptions{}, sink); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
@@ -492,7 +492,7 @@ func TestScanMergesDamage(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	var re *RunError
+	var re *segments.RunError
 	if !errors.As(errs[0], &re) || re.Records != 5 || !errors.Is(errs[0], wireformat.ErrBadBody) || !errors.Is(errs[2], io.ErrUnexpectedEOF) {
 		t.Fatalf("errors %v", errs)
 	}
@@ -516,7 +516,7 @@ func TestMemoryMillionStreams(t *testing.T) {
 		ids[i] = frames.StreamID{Node: "n", Life: frames.Life(i)}
 	}
 	base := liveHeap()
-	a := NewAssembler(0, func(Item) {})
+	a := segments.NewAssembler(0, func(segments.Item) {})
 	for i, s := range ids {
 		a.Segment(s, 0)
 		a.Add(s, frames.Frame{Channel: 1, Position: frames.Position(i % 3), Payload: []byte("x")}) // some wait for position 0

@@ -7,17 +7,18 @@ import (
 	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
 // MergeInput is one input of [Merge].
 type MergeInput struct {
-	// Scan reads the input into sink (typically [ScanAny] of the input's
+	// Scan reads the input into sink (typically [segments.ScanAny] of the input's
 	// reader) and returns its error. Merge calls it once, in a goroutine
 	// of its own, with a context that ends when Merge returns.
-	Scan func(ctx context.Context, sink Sink) error
+	Scan func(ctx context.Context, sink segments.Sink) error
 	// Sink receives the input's entries, on the goroutine that called
 	// Merge. Several inputs may share one sink.
-	Sink Sink
+	Sink segments.Sink
 	// Done, if not nil, is called on that goroutine once the input's last
 	// entry has gone to Sink, with what Scan returned; or, when ctx ends
 	// first, with ctx.Err().
@@ -29,7 +30,7 @@ type MergeOptions struct {
 	// IdleAfter, if > 0, says that the inputs are live (pipes, files
 	// followed): an input that has been quiet that long (see
 	// ScanOptions.IdleAfter) no longer holds the others back, and the
-	// sinks that are [Idler]s get Idle(true) after that long without
+	// sinks that are [segments.Idler]s get Idle(true) after that long without
 	// anything to hand over. 0: every input is waited for, so that the
 	// order depends on the inputs only.
 	IdleAfter time.Duration
@@ -74,7 +75,7 @@ const (
 // their order of arrival). Keys within an input need not grow: an input
 // that holds several streams keeps its order. A sink shared by the
 // inputs of one stream (the same stream in two files) puts its frames
-// back in position order ([Assembler]) whatever the argument order.
+// back in position order ([segments.Assembler]) whatever the argument order.
 //
 // # Live inputs
 //
@@ -106,8 +107,8 @@ type merger struct {
 	sources   []*mergeSource  // in order of arrival; nil once done
 	live      int             // sources not done
 	idleAfter time.Duration
-	sinks     []Idler // the distinct sinks that are Idlers
-	quietDue  bool    // entries were handed over since the sinks were told Idle(true)
+	sinks     []segments.Idler // the distinct sinks that are Idlers
+	quietDue  bool             // entries were handed over since the sinks were told Idle(true)
 	// scans counts the inputs' scanning goroutines: when ctx ends, Merge
 	// waits for them before it calls an input's Done, so that Done never
 	// runs beside its Scan.
@@ -164,7 +165,7 @@ func (m *merger) add(in MergeInput) {
 	}
 	m.sources = append(m.sources, s)
 	m.live++
-	if idler, ok := in.Sink.(Idler); ok && !m.hasIdler(idler) {
+	if idler, ok := in.Sink.(segments.Idler); ok && !m.hasIdler(idler) {
 		m.sinks = append(m.sinks, idler)
 	}
 	c := &mergeCollector{m: m, i: i, free: s.free, b: &mergeBatch{}, lead: true}
@@ -178,7 +179,7 @@ func (m *merger) add(in MergeInput) {
 
 // hasIdler reports whether idler is one of m.sinks already (a sink
 // shared by inputs is told once).
-func (m *merger) hasIdler(idler Idler) bool {
+func (m *merger) hasIdler(idler segments.Idler) bool {
 	if !reflect.TypeOf(idler).Comparable() {
 		return false
 	}
@@ -411,13 +412,13 @@ type mergeEntry struct {
 	stream frames.StreamID // mergeFrame, mergeEnded
 	pos    frames.Position
 	off, n int // the payload in the batch's arena
-	header *SegmentHeader
+	header *segments.SegmentHeader
 	desc   *frames.ChannelDescriptor
 	damage *DamageRange
 }
 
 // deliver makes the sink call e stands for.
-func (e *mergeEntry) deliver(sink Sink, arena []byte) {
+func (e *mergeEntry) deliver(sink segments.Sink, arena []byte) {
 	switch e.kind {
 	case mergeHeader:
 		sink.Header(*e.header)
@@ -554,7 +555,7 @@ func (c *mergeCollector) finish(err error) {
 }
 
 // Header implements Sink.
-func (c *mergeCollector) Header(h SegmentHeader) {
+func (c *mergeCollector) Header(h segments.SegmentHeader) {
 	for _, d := range h.Channels {
 		c.declare(d)
 	}
@@ -609,7 +610,7 @@ func (c *mergeCollector) Damage(offset, end int64, torn bool, err error) {
 	c.push(mergeEntry{kind: mergeDamage, damage: &DamageRange{Offset: offset, End: end, Torn: torn, Err: err}})
 }
 
-// Idle implements [Idler]: the input has handed over everything it had
+// Idle implements [segments.Idler]: the input has handed over everything it had
 // (the batch goes now, if its keys are known), or has been quiet (the
 // batch goes anyway, the entries before a first clock reading with key
 // 0, and Merge stops waiting for the input).

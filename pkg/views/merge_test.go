@@ -74,8 +74,8 @@ func mergeLines(t *testing.T, inputs ...[]byte) []string {
 	for _, in := range inputs {
 		in := in
 		ins = append(ins, MergeInput{
-			Scan: func(ctx context.Context, sink Sink) error {
-				return ScanAny(ctx, bytes.NewReader(in), ScanOptions{}, sink)
+			Scan: func(ctx context.Context, sink segments.Sink) error {
+				return segments.ScanAny(ctx, bytes.NewReader(in), segments.ScanOptions{}, sink)
 			},
 			Sink: lineSink{mu: &mu, lines: &lines},
 		})
@@ -168,7 +168,9 @@ func TestMergeSplitStream(t *testing.T) {
 		var ins []MergeInput
 		for _, in := range inputs {
 			in := in
-			ins = append(ins, MergeInput{Scan: func(ctx context.Context, s Sink) error { return ScanAny(ctx, bytes.NewReader(in), ScanOptions{}, s) }, Sink: sink})
+			ins = append(ins, MergeInput{Scan: func(ctx context.Context, s segments.Sink) error {
+				return segments.ScanAny(ctx, bytes.NewReader(in), segments.ScanOptions{}, s)
+			}, Sink: sink})
 		}
 		if err := Merge(context.Background(), ins, nil, MergeOptions{}); err != nil {
 			t.Fatal(err)
@@ -196,10 +198,12 @@ func TestMergeEntries(t *testing.T) {
 	var la, lb callLog
 	var done []string
 	ins := []MergeInput{
-		{Scan: func(ctx context.Context, s Sink) error { return ScanAny(ctx, bytes.NewReader(a), ScanOptions{}, s) }, Sink: &la, Done: func(err error) { done = append(done, fmt.Sprint("a ", err)) }},
-		{Scan: func(ctx context.Context, s Sink) error {
-			return ScanAny(ctx, strings.NewReader("not a capture"), ScanOptions{}, s)
-		}, Sink: &lb, Done: func(err error) { done = append(done, fmt.Sprint("b ", errors.Is(err, ErrNotCapture))) }},
+		{Scan: func(ctx context.Context, s segments.Sink) error {
+			return segments.ScanAny(ctx, bytes.NewReader(a), segments.ScanOptions{}, s)
+		}, Sink: &la, Done: func(err error) { done = append(done, fmt.Sprint("a ", err)) }},
+		{Scan: func(ctx context.Context, s segments.Sink) error {
+			return segments.ScanAny(ctx, strings.NewReader("not a capture"), segments.ScanOptions{}, s)
+		}, Sink: &lb, Done: func(err error) { done = append(done, fmt.Sprint("b ", errors.Is(err, segments.ErrNotCapture))) }},
 	}
 	if err := Merge(context.Background(), ins, nil, MergeOptions{}); err != nil {
 		t.Fatal(err)
@@ -222,7 +226,9 @@ func TestMergeMore(t *testing.T) {
 	var mu sync.Mutex
 	var lines []string
 	input := func(in []byte) MergeInput {
-		return MergeInput{Scan: func(ctx context.Context, s Sink) error { return ScanAny(ctx, bytes.NewReader(in), ScanOptions{}, s) }, Sink: lineSink{mu: &mu, lines: &lines}}
+		return MergeInput{Scan: func(ctx context.Context, s segments.Sink) error {
+			return segments.ScanAny(ctx, bytes.NewReader(in), segments.ScanOptions{}, s)
+		}, Sink: lineSink{mu: &mu, lines: &lines}}
 	}
 	more := make(chan MergeInput)
 	done := make(chan error, 1)
@@ -249,11 +255,13 @@ func TestMergeLive(t *testing.T) {
 	idle := make(chan bool, 16)
 	sink := &idleLines{lineSink: lineSink{mu: &mu, lines: &lines}, idle: idle}
 	ctx, cancel := context.WithCancel(context.Background())
-	opts := ScanOptions{IdleAfter: 50 * time.Millisecond}
+	opts := segments.ScanOptions{IdleAfter: 50 * time.Millisecond}
 	var doneErrs []error
 	ins := []MergeInput{
-		{Scan: func(ctx context.Context, s Sink) error { return ScanAny(ctx, pr, opts, s) }, Sink: sink, Done: func(err error) { doneErrs = append(doneErrs, err) }},
-		{Scan: func(ctx context.Context, s Sink) error { return ScanAny(ctx, bytes.NewReader(a), opts, s) }, Sink: sink, Done: func(err error) { doneErrs = append(doneErrs, err) }},
+		{Scan: func(ctx context.Context, s segments.Sink) error { return segments.ScanAny(ctx, pr, opts, s) }, Sink: sink, Done: func(err error) { doneErrs = append(doneErrs, err) }},
+		{Scan: func(ctx context.Context, s segments.Sink) error {
+			return segments.ScanAny(ctx, bytes.NewReader(a), opts, s)
+		}, Sink: sink, Done: func(err error) { doneErrs = append(doneErrs, err) }},
 	}
 	done := make(chan error, 1)
 	go func() { done <- Merge(ctx, ins, nil, MergeOptions{IdleAfter: opts.IdleAfter}) }()

@@ -180,7 +180,7 @@ func (p *Printer) inTime(st *streamInfo) bool {
 
 // clipGap cuts a gap to the positions shown; ok is false when nothing of
 // it is.
-func (p *Printer) clipGap(st *streamInfo, g Gap) (Gap, bool) {
+func (p *Printer) clipGap(st *streamInfo, g segments.Gap) (segments.Gap, bool) {
 	if r := p.sel.Positions; r != nil {
 		g.From, g.To = max(g.From, r.From), min(g.To, r.To)
 	}
@@ -413,7 +413,7 @@ func (p *Printer) withText(b, msg []byte) []byte {
 // Loss messages, as the text format shows them after the columns and as
 // the "text" of their --json objects.
 
-func appendGapMsg(b []byte, g Gap) []byte {
+func appendGapMsg(b []byte, g segments.Gap) []byte {
 	b = appendPositions(b, g.From, g.To)
 	b = append(b, " missing ("...)
 	return appendCount(b, g.Count, "frame")

@@ -106,7 +106,7 @@ func TestSinceFromStart(t *testing.T) {
 	p.Stream(frames.StreamDescriptor{Stream: S})
 	p.Channel(frames.ChannelDescriptor{Stream: S, ID: 2, Name: "out", Content: frames.TextStream()})
 	p.Channel(frames.ChannelDescriptor{Stream: S, ID: 3, Name: "datastream.clock", Content: frames.JSONRecord("datastream.clock")})
-	a := NewAssembler(0, p.Item)
+	a := segments.NewAssembler(0, p.Item)
 	for _, f := range []frames.Frame{on(2, 0, "before any clock\n"), clockFrame(1, 100), on(2, 2, "at 100\n"),
 		clockFrame(3, 104), on(2, 4, "at 104\n"), clockFrame(5, 105), on(2, 6, "at 105\n"), clockFrame(7, 200), on(2, 8, "at 200\n")} {
 		a.Add(S, f)
@@ -195,7 +195,7 @@ func TestCursorResume(t *testing.T) {
 		var out bytes.Buffer
 		p := NewPrinter(&out, LogOptions{Select: Selection{After: after}})
 		sink := NewLogSink(p, 0)
-		sink.Header(SegmentHeader{Stream: frames.StreamDescriptor{Stream: S}, Channels: []frames.ChannelDescriptor{{Stream: S, ID: 2, Name: "out", Content: frames.TextStream()}}})
+		sink.Header(segments.SegmentHeader{Stream: frames.StreamDescriptor{Stream: S}, Channels: []frames.ChannelDescriptor{{Stream: S, ID: 2, Name: "out", Content: frames.TextStream()}}})
 		for _, f := range fs {
 			sink.Frame(S, f)
 		}
@@ -239,9 +239,9 @@ func TestSelectionFilters(t *testing.T) {
 		for _, s := range []frames.StreamID{S, s2} {
 			p.Channel(frames.ChannelDescriptor{Stream: s, ID: 1, Name: "app.log", Content: frames.TextStream()})
 			p.Channel(frames.ChannelDescriptor{Stream: s, ID: 2, Name: "app.metrics", Content: frames.JSONRecord("m")})
-			p.Item(Item{Kind: ItemFrame, Stream: s, Frame: on(1, 0, "line\n")})
-			p.Item(Item{Kind: ItemFrame, Stream: s, Frame: on(2, 1, `{"v":1}`)})
-			p.Item(Item{Kind: ItemGap, Stream: s, Gap: Gap{From: 2, To: 2, Count: 1}})
+			p.Item(segments.Item{Kind: segments.ItemFrame, Stream: s, Frame: on(1, 0, "line\n")})
+			p.Item(segments.Item{Kind: segments.ItemFrame, Stream: s, Frame: on(2, 1, `{"v":1}`)})
+			p.Item(segments.Item{Kind: segments.ItemGap, Stream: s, Gap: segments.Gap{From: 2, To: 2, Count: 1}})
 		}
 		p.Close()
 		return out.String(), p.Unmatched()
@@ -273,7 +273,7 @@ func TestStreamColumnExpected(t *testing.T) {
 	s2 := frames.StreamID{Node: "node-beta", Life: 2}
 	p.Expect([]frames.StreamID{S, s2})
 	p.Channel(frames.ChannelDescriptor{Stream: S, ID: 1, Name: "a", Content: frames.TextStream()})
-	p.Item(Item{Kind: ItemFrame, Stream: S, Frame: on(1, 0, "one\n")})
+	p.Item(segments.Item{Kind: segments.ItemFrame, Stream: S, Frame: on(1, 0, "one\n")})
 	if err := p.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestStreamColumnExpected(t *testing.T) {
 	out.Reset()
 	p = NewPrinter(&out, LogOptions{})
 	p.Channel(frames.ChannelDescriptor{Stream: S, ID: 1, Name: "a", Content: frames.TextStream()})
-	p.Item(Item{Kind: ItemFrame, Stream: S, Frame: on(1, 0, "one\n")})
+	p.Item(segments.Item{Kind: segments.ItemFrame, Stream: S, Frame: on(1, 0, "one\n")})
 	p.Flush()
 	if got := out.String(); got != "     0  a                 one\n" {
 		t.Fatalf("single stream %q", got)

@@ -429,7 +429,7 @@ func (p *Printer) isVisible(d frames.ChannelDescriptor) bool {
 // and a datastream.transport record that reports positions an output did
 // not deliver (see [TransportLoss]) by a "lost" line, whatever the
 // channel filter: a loss concerns the whole stream.
-func (p *Printer) Item(it Item) {
+func (p *Printer) Item(it segments.Item) {
 	if p.err != nil {
 		return
 	}
@@ -439,14 +439,14 @@ func (p *Printer) Item(it Item) {
 	}
 	if st.hasAfter && !st.checked {
 		switch it.Kind {
-		case ItemGap:
+		case segments.ItemGap:
 			p.checkTrimmed(st, it.Gap.From)
-		case ItemFrame, ItemLate, ItemConflict:
+		case segments.ItemFrame, segments.ItemLate, segments.ItemConflict:
 			p.checkTrimmed(st, it.Frame.Position)
 		}
 	}
 	switch it.Kind {
-	case ItemGap:
+	case segments.ItemGap:
 		if _, seen := p.holes[it.Stream]; !seen && (!st.hasAfter || it.Gap.To > st.after) {
 			if p.holes == nil {
 				p.holes = segments.Cursor{}
@@ -462,18 +462,18 @@ func (p *Printer) Item(it Item) {
 		p.lineNS = st.clockNS
 		p.gap(st, g)
 		return
-	case ItemStart:
+	case segments.ItemStart:
 		p.startItem(st, it.Frame.Position)
 		return
-	case ItemTrimmed:
+	case segments.ItemTrimmed:
 		p.storeTrimmed(st, it.Gap.To)
 		return
 	}
 	f := &it.Frame
-	if it.Kind == ItemFrame && f.Position == 0 {
+	if it.Kind == segments.ItemFrame && f.Position == 0 {
 		st.fromStart = true
 	}
-	if f.Channel == st.clockID && st.clockID != 0 && it.Kind == ItemFrame {
+	if f.Channel == st.clockID && st.clockID != 0 && it.Kind == segments.ItemFrame {
 		if ns, ok := decodeClock(f.Payload); ok && ns > 0 {
 			st.clockNS = ns
 			if st.untimed {
@@ -485,18 +485,18 @@ func (p *Printer) Item(it Item) {
 		}
 	}
 	show := p.shows(st, f.Position)
-	if it.Kind == ItemFrame && (!st.consumed || f.Position > st.cursor) && !p.beyond(st, f.Position) {
+	if it.Kind == segments.ItemFrame && (!st.consumed || f.Position > st.cursor) && !p.beyond(st, f.Position) {
 		st.cursor, st.consumed = f.Position, true
 	}
 	p.lineNS = st.clockNS
-	if st.hasHealth && f.Channel == st.healthID && it.Kind != ItemConflict {
-		if d, ok := st.drops.health(f.Position, f.Payload, st.fromStart, it.Kind == ItemLate); ok && show {
+	if st.hasHealth && f.Channel == st.healthID && it.Kind != segments.ItemConflict {
+		if d, ok := st.drops.health(f.Position, f.Payload, st.fromStart, it.Kind == segments.ItemLate); ok && show {
 			p.losses.Drops++
 			p.losses.DroppedFrames += d.Frames
 			p.drop(st, d)
 		}
 	}
-	if st.hasTransp && f.Channel == st.transpID && it.Kind != ItemConflict && show {
+	if st.hasTransp && f.Channel == st.transpID && it.Kind != segments.ItemConflict && show {
 		if t, ok := decodeTransport(f.Payload); ok {
 			p.losses.Transport++
 			p.losses.UndeliveredFrames += t.Frames
@@ -516,7 +516,7 @@ func (p *Printer) Item(it Item) {
 			p.write(f.Payload)
 		}
 	case FormatJSON:
-		if !p.opts.JSONFrames && ci != nil && ci.kind == frames.KindTextStream && it.Kind == ItemFrame {
+		if !p.opts.JSONFrames && ci != nil && ci.kind == frames.KindTextStream && it.Kind == segments.ItemFrame {
 			p.textFrame(st, ci, it.Kind, f)
 			return
 		}
@@ -756,7 +756,7 @@ func (p *Printer) lossLine(st *streamInfo, what string, msg []byte) {
 	p.out(st, p.line)
 }
 
-func (p *Printer) gap(st *streamInfo, g Gap) {
+func (p *Printer) gap(st *streamInfo, g segments.Gap) {
 	switch p.opts.Format {
 	case FormatCat:
 		return
@@ -880,12 +880,12 @@ func (p *Printer) printPartial(pl *partial) {
 // the rest of a cut line that is only its line end is not printed.
 func blankLine(line []byte) bool { return len(line) == 0 || len(line) == 1 && line[0] == '\r' }
 
-func (p *Printer) textFrame(st *streamInfo, ci *chanInfo, kind ItemKind, f *frames.Frame) {
+func (p *Printer) textFrame(st *streamInfo, ci *chanInfo, kind segments.ItemKind, f *frames.Frame) {
 	note := ""
 	switch kind {
-	case ItemConflict:
+	case segments.ItemConflict:
 		note = "[conflict: another payload was stored first] "
-	case ItemLate:
+	case segments.ItemLate:
 		note = "[late] "
 	}
 	if ci == nil || ci.kind != frames.KindTextStream || note != "" {
@@ -1019,7 +1019,7 @@ func (p *Printer) textLine(st *streamInfo, ci *chanInfo, id frames.ChannelID, po
 	p.out(st, p.line)
 }
 
-func (p *Printer) jsonFrame(st *streamInfo, ci *chanInfo, kind ItemKind, f *frames.Frame) {
+func (p *Printer) jsonFrame(st *streamInfo, ci *chanInfo, kind segments.ItemKind, f *frames.Frame) {
 	if !p.opts.JSONFrames {
 		// Lines of text channels are joined across frames: what comes
 		// after a line's start is printed after it.
@@ -1082,9 +1082,9 @@ func (p *Printer) jsonFrame(st *streamInfo, ci *chanInfo, kind ItemKind, f *fram
 		}
 	}
 	switch kind {
-	case ItemConflict:
+	case segments.ItemConflict:
 		b = append(b, `,"conflict":true`...)
-	case ItemLate:
+	case segments.ItemLate:
 		b = append(b, `,"late":true`...)
 	}
 	b = st.appendTimeJSON(b, st.clockNS)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
 // The printer benchmarks feed [Printer.Item] directly, in position order,
@@ -41,7 +42,7 @@ func benchPrinter(b *testing.B, opts LogOptions, clock bool, more ...frames.Stre
 		p.Channel(frames.ChannelDescriptor{Stream: s, ID: 2, Name: "proc.trainer.stdout", Content: frames.TextStream()})
 		p.Channel(frames.ChannelDescriptor{Stream: s, ID: 3, Name: "datastream.clock", Content: frames.JSONRecord("datastream.clock")})
 		if clock {
-			p.Item(Item{Kind: ItemFrame, Stream: s, Frame: on(3, 0, `{"unix_ns":1732953600123456789,"mono_ns":5000}`)})
+			p.Item(segments.Item{Kind: segments.ItemFrame, Stream: s, Frame: on(3, 0, `{"unix_ns":1732953600123456789,"mono_ns":5000}`)})
 		}
 	}
 	if err := p.Flush(); err != nil {
@@ -61,10 +62,10 @@ func benchFrames(b *testing.B, p *Printer, ch frames.ChannelID, payloads []strin
 	if len(streams) == 0 {
 		streams = []frames.StreamID{S}
 	}
-	items := make([]Item, len(payloads))
+	items := make([]segments.Item, len(payloads))
 	size := 0
 	for i, s := range payloads {
-		items[i] = Item{Kind: ItemFrame, Stream: streams[i%len(streams)], Frame: frames.Frame{Channel: ch, Payload: []byte(s)}}
+		items[i] = segments.Item{Kind: segments.ItemFrame, Stream: streams[i%len(streams)], Frame: frames.Frame{Channel: ch, Payload: []byte(s)}}
 		size += len(s)
 	}
 	b.SetBytes(int64(size / len(payloads)))

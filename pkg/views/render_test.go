@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
 // printItems declares C1 host.resource (record) and C2 proc.trainer.stdout
@@ -26,7 +27,7 @@ func printItems(t *testing.T, opts LogOptions, fs ...frames.Frame) string {
 	p.Channel(frames.ChannelDescriptor{Stream: S, ID: 1, Name: "host.resource", Content: frames.JSONRecord("host.resource")})
 	p.Channel(frames.ChannelDescriptor{Stream: S, ID: 2, Name: "proc.trainer.stdout", Content: frames.TextStream()})
 	p.Channel(frames.ChannelDescriptor{Stream: S, ID: 3, Name: "datastream.clock", Content: frames.JSONRecord("datastream.clock")})
-	a := NewAssembler(0, p.Item)
+	a := segments.NewAssembler(0, p.Item)
 	for _, f := range fs {
 		a.Add(S, f)
 	}
@@ -154,9 +155,9 @@ func TestLogDamageAndStreams(t *testing.T) {
 	s2 := frames.StreamID{Node: "node-beta", Life: 2}
 	p.Channel(frames.ChannelDescriptor{Stream: S, ID: 1, Name: "a", Content: frames.TextStream()})
 	p.Channel(frames.ChannelDescriptor{Stream: s2, ID: 1, Name: "a", Content: frames.TextStream()})
-	p.Item(Item{Kind: ItemFrame, Stream: S, Frame: on(1, 0, "one\n")})
+	p.Item(segments.Item{Kind: segments.ItemFrame, Stream: S, Frame: on(1, 0, "one\n")})
 	p.Damage("x.dss", 100, 150, false, nil)
-	p.Item(Item{Kind: ItemFrame, Stream: s2, Frame: on(1, 0, "two\n")})
+	p.Item(segments.Item{Kind: segments.ItemFrame, Stream: s2, Frame: on(1, 0, "two\n")})
 	p.Damage("x.dss", 900, 901, true, nil)
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
@@ -460,7 +461,9 @@ func TestLogJSONTimePerStream(t *testing.T) {
 		p.Channel(frames.ChannelDescriptor{Stream: s, ID: 1, Name: "datastream.clock", Content: frames.JSONRecord("datastream.clock")})
 		p.Channel(frames.ChannelDescriptor{Stream: s, ID: 2, Name: "out", Content: frames.TextStream()})
 	}
-	item := func(s frames.StreamID, f frames.Frame) { p.Item(Item{Kind: ItemFrame, Stream: s, Frame: f}) }
+	item := func(s frames.StreamID, f frames.Frame) {
+		p.Item(segments.Item{Kind: segments.ItemFrame, Stream: s, Frame: f})
+	}
 	item(S, on(2, 0, "a"))
 	item(S, on(1, 1, `{"unix_ns":1000000000,"mono_ns":0}`))
 	item(S, on(2, 2, "b"))
@@ -502,7 +505,7 @@ func TestLogChannelIDs(t *testing.T) {
 	run := func(format LogFormat) string {
 		var out bytes.Buffer
 		p := NewPrinter(&out, LogOptions{Format: format})
-		item := func(f frames.Frame) { p.Item(Item{Kind: ItemFrame, Stream: S, Frame: f}) }
+		item := func(f frames.Frame) { p.Item(segments.Item{Kind: segments.ItemFrame, Stream: S, Frame: f}) }
 		item(on(big, 0, "x\n"))
 		item(on(300, 1, "y\n"))
 		p.Channel(frames.ChannelDescriptor{Stream: S, ID: big, Name: "big", Content: frames.TextStream()})

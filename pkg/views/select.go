@@ -245,13 +245,13 @@ func (b *TimeBound) resolve(start int64) (ns int64, ok bool) {
 // Unmatched, called once the inputs are read, names the stream filters
 // that matched no stream of the inputs ("--node n9"), as
 // [Printer.Unmatched] does.
-func SelectStreams(sink Sink, sel Selection) *StreamSelector {
+func SelectStreams(sink segments.Sink, sel Selection) *StreamSelector {
 	return &StreamSelector{Sink: sink, sel: sel, shown: make(map[frames.StreamID]bool), origins: make(map[frames.StreamOrigin]bool)}
 }
 
 // StreamSelector is the Sink [SelectStreams] returns.
 type StreamSelector struct {
-	Sink
+	segments.Sink
 	sel     Selection
 	shown   map[frames.StreamID]bool
 	origins map[frames.StreamOrigin]bool // of the headers read
@@ -294,7 +294,7 @@ func (s *StreamSelector) visible(id frames.StreamID) bool {
 	return v
 }
 
-func (s *StreamSelector) Header(h SegmentHeader) {
+func (s *StreamSelector) Header(h segments.SegmentHeader) {
 	v := s.sel.streamVisible(h.Stream)
 	s.shown[h.Stream.Stream] = v
 	s.origins[h.Stream.Origin] = true
@@ -329,7 +329,7 @@ func (s *StreamSelector) Trimmed(id frames.StreamID, before frames.Position) {
 
 // Idle passes the Idler call on, when sink has one.
 func (s *StreamSelector) Idle(quiet bool) {
-	if i, ok := s.Sink.(Idler); ok {
+	if i, ok := s.Sink.(segments.Idler); ok {
 		i.Idle(quiet)
 	}
 }

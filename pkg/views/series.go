@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
 // SeriesFormat selects how a [Series] prints its rows.
@@ -82,11 +83,11 @@ type SeriesOptions struct {
 }
 
 // Series prints the frames of JSON record channels as a time series: it
-// is what ds series scans into (it is a [Sink]). Each frame of a matching
+// is what ds series scans into (it is a [segments.Sink]). Each frame of a matching
 // channel whose payload is JSON (any content kind: a JsonRecord channel,
 // or a text channel whose frames are JSON values) is one row: its stream,
 // position, channel, time and the values of the field paths. Frames come
-// out per stream in position order, rebuilt by an [Assembler]
+// out per stream in position order, rebuilt by an [segments.Assembler]
 // (duplicates collapsed, first wins); rows of different streams come in
 // the order their frames are read (interleaved, as the streams are in the
 // input). A frame's time is its stream's latest
@@ -132,7 +133,7 @@ type Series struct {
 	opts   SeriesOptions
 	w      *bufio.Writer
 	csv    *csv.Writer
-	a      *Assembler
+	a      *segments.Assembler
 	cat    viewCatalog
 	err    error
 	rows   uint64
@@ -174,7 +175,7 @@ const MaxListedChannels = 64
 // NewSeries returns a series printing to w. It returns an error (about
 // the options, for a usage message) when opts.Channels is empty, a field
 // path is empty or repeated, or Rate is set without fields. Feed it with
-// [Scan]; then call [Series.Close].
+// [segments.Scan]; then call [Series.Close].
 func NewSeries(w io.Writer, opts SeriesOptions) (*Series, error) {
 	if len(opts.Channels) == 0 {
 		return nil, errors.New("series: no channel given")
@@ -196,7 +197,7 @@ func NewSeries(w io.Writer, opts SeriesOptions) (*Series, error) {
 		cat:  newViewCatalog(opts.Channels, false),
 		skip: make(map[string]uint64),
 	}
-	s.a = NewAssembler(opts.Window, s.item)
+	s.a = segments.NewAssembler(opts.Window, s.item)
 	switch opts.Format {
 	case SeriesCSV:
 		s.csv = csv.NewWriter(s.w)
@@ -212,7 +213,7 @@ func NewSeries(w io.Writer, opts SeriesOptions) (*Series, error) {
 }
 
 // Header implements Sink.
-func (s *Series) Header(h SegmentHeader) {
+func (s *Series) Header(h segments.SegmentHeader) {
 	s.cat.header(h)
 	s.a.Segment(h.Stream.Stream, h.Seq)
 }
@@ -230,7 +231,7 @@ func (s *Series) Ended(frames.StreamID) {}
 // Trimmed implements Sink.
 func (s *Series) Trimmed(id frames.StreamID, before frames.Position) { s.a.Trim(id, before) }
 
-// Idle implements [Idler]: when the input has nothing more for now (a
+// Idle implements [segments.Idler]: when the input has nothing more for now (a
 // live pipe), the rows printed so far are written out.
 func (s *Series) Idle(quiet bool) {
 	if s.closed {
@@ -285,19 +286,19 @@ func (s *Series) Stats() SeriesStats {
 }
 
 // item takes an assembled item.
-func (s *Series) item(it Item) {
+func (s *Series) item(it segments.Item) {
 	vs := s.cat.item(it)
 	if vs == nil {
 		return
 	}
-	if it.Kind != ItemFrame && it.Kind != ItemLate {
+	if it.Kind != segments.ItemFrame && it.Kind != segments.ItemLate {
 		return
 	}
 	ch := vs.chans[it.Frame.Channel]
 	if ch == nil || !ch.match {
 		return
 	}
-	s.row(vs, ch, it.Kind == ItemLate, &it.Frame)
+	s.row(vs, ch, it.Kind == segments.ItemLate, &it.Frame)
 }
 
 // row prints the row of frame f of channel ch, or counts it as skipped.
@@ -715,7 +716,7 @@ func (c *viewCatalog) stream(id frames.StreamID) *viewStream {
 	return vs
 }
 
-func (c *viewCatalog) header(h SegmentHeader) {
+func (c *viewCatalog) header(h segments.SegmentHeader) {
 	c.stream(h.Stream.Stream)
 	for _, d := range h.Channels {
 		c.channel(d)
@@ -751,14 +752,14 @@ func (c *viewCatalog) channel(d frames.ChannelDescriptor) {
 
 // item keeps the stream's clock and breaks up to date with an assembled
 // item and returns the item's stream (nil for nothing to show).
-func (c *viewCatalog) item(it Item) *viewStream {
+func (c *viewCatalog) item(it segments.Item) *viewStream {
 	vs := c.stream(it.Stream)
 	switch it.Kind {
-	case ItemGap:
+	case segments.ItemGap:
 		vs.gen++
 		return nil
-	case ItemFrame:
-	case ItemLate:
+	case segments.ItemFrame:
+	case segments.ItemLate:
 		return vs
 	default:
 		return nil

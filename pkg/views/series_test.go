@@ -61,11 +61,11 @@ type srEv struct {
 // the sink's Idle(true), or its Flush.
 const srQuiet = ^frames.ChannelID(0)
 
-func srFeed(sink Sink, evs []srEv) {
+func srFeed(sink segments.Sink, evs []srEv) {
 	seen := map[frames.StreamID]bool{}
 	for _, e := range evs {
 		if e.ch == srQuiet {
-			if i, ok := sink.(Idler); ok {
+			if i, ok := sink.(segments.Idler); ok {
 				i.Idle(true)
 			} else if f, ok := sink.(interface{ Flush() }); ok {
 				f.Flush()
@@ -74,7 +74,7 @@ func srFeed(sink Sink, evs []srEv) {
 		}
 		if !seen[e.s] {
 			seen[e.s] = true
-			sink.Header(SegmentHeader{Stream: frames.StreamDescriptor{Stream: e.s}, Channels: seriesCatalog(e.s)})
+			sink.Header(segments.SegmentHeader{Stream: frames.StreamDescriptor{Stream: e.s}, Channels: seriesCatalog(e.s)})
 		}
 		sink.Frame(e.s, frames.Frame{Channel: e.ch, Position: frames.Position(e.pos), Payload: []byte(e.p)})
 	}

@@ -114,11 +114,11 @@ func Tail(ctx context.Context, r io.ReaderAt, size int64, opts TailOptions, w io
 		sink.File, sink.Partial = opts.File, start > 0
 		if sink.Partial {
 			// Read from part-way: streams start where reading starts.
-			sink.A = NewAssemblerWith(AssemblerOptions{Memory: opts.Log.Window, Eager: true}, sink.item)
+			sink.A = segments.NewAssemblerWith(segments.AssemblerOptions{Memory: opts.Log.Window, Eager: true}, sink.item)
 		}
 		dc := &damageCollector{Sink: sink, live: opts.Live}
 		sr := io.NewSectionReader(cr, from, size-from)
-		err := Scan(ctx, sr, ScanOptions{Offset: from, SkipBefore: start}, dc)
+		err := segments.Scan(ctx, sr, segments.ScanOptions{Offset: from, SkipBefore: start}, dc)
 		sink.A.Flush()
 		if cerr := p.Close(); err == nil {
 			err = cerr
@@ -236,7 +236,7 @@ func (s *lineSkipper) Write(b []byte) (int, error) {
 // damageCollector passes everything on to its sink and keeps the damaged
 // ranges.
 type damageCollector struct {
-	Sink
+	segments.Sink
 	live   bool // TailOptions.Live
 	damage []DamageRange
 }

@@ -61,7 +61,7 @@ func lastLines(t *testing.T, data []byte, n int, opts LogOptions) string {
 	var out bytes.Buffer
 	p := NewPrinter(&out, opts)
 	sink := NewLogSink(p, 0)
-	if err := Scan(context.Background(), bytes.NewReader(data), ScanOptions{}, sink); err != nil {
+	if err := segments.Scan(context.Background(), bytes.NewReader(data), segments.ScanOptions{}, sink); err != nil {
 		t.Fatal(err)
 	}
 	sink.A.Flush()

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
 // terminalTests are the escaping rules of terminal.go, each in both modes:
@@ -272,9 +273,9 @@ func colorItems(t *testing.T, opts LogOptions, two bool, fs ...frames.Frame) str
 		p.Channel(frames.ChannelDescriptor{Stream: s, ID: 4, Name: "host.cpu", Content: frames.JSONRecord("host.cpu")})
 	}
 	for _, s := range streams[1:] {
-		p.Item(Item{Kind: ItemFrame, Stream: s, Frame: on(1, 0, "beta\n")})
+		p.Item(segments.Item{Kind: segments.ItemFrame, Stream: s, Frame: on(1, 0, "beta\n")})
 	}
-	a := NewAssembler(0, p.Item)
+	a := segments.NewAssembler(0, p.Item)
 	for _, f := range fs {
 		a.Add(S, f)
 	}
@@ -382,7 +383,7 @@ func TestPrinterColorColumns(t *testing.T) {
 	p.Damage("bad\x1b[2J.dss", 10, 20, false, errors.New("crc \x1b]0;x\x07"))
 	p.Stream(frames.StreamDescriptor{Stream: S})
 	p.Channel(frames.ChannelDescriptor{Stream: S, ID: 1, Name: "evil\x1b]0;t\x07\u202e.stderr", Content: frames.TextStream()})
-	p.Item(Item{Kind: ItemFrame, Stream: S, Frame: on(1, 0, "x\n")})
+	p.Item(segments.Item{Kind: segments.ItemFrame, Stream: S, Frame: on(1, 0, "x\n")})
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
 // TransportLoss is one range of positions that an output of the stream
@@ -49,7 +50,7 @@ func decodeTransport(payload []byte) (TransportLoss, bool) {
 }
 
 // overlaps reports whether t's range and g share a position.
-func (t *TransportLoss) overlaps(g Gap) bool { return t.From <= g.To && g.From <= t.To }
+func (t *TransportLoss) overlaps(g segments.Gap) bool { return t.From <= g.To && g.From <= t.To }
 
 // appendTransportMsg appends what ds log shows of a transport loss,
 // "positions 120–340 (221 frames) not delivered by OUTPUT: REASON", with

@@ -80,7 +80,7 @@ func transportCatalog(s frames.StreamID) []frames.ChannelDescriptor {
 
 func gtHdr(s frames.StreamID) gapsOp {
 	return func(g *Gaps) {
-		g.Header(SegmentHeader{Stream: frames.StreamDescriptor{Stream: s}, Channels: transportCatalog(s)})
+		g.Header(segments.SegmentHeader{Stream: frames.StreamDescriptor{Stream: s}, Channels: transportCatalog(s)})
 	}
 }
 
@@ -99,7 +99,7 @@ func span(from, to uint64) []uint64 {
 
 func TestGapsTransport(t *testing.T) {
 	gap := func(from, to uint64, lost *TransportLoss) Finding {
-		return Finding{Kind: FindingGap, Stream: gapsA, Gap: Gap{From: frames.Position(from), To: frames.Position(to), Count: to - from + 1}, Transport: lost}
+		return Finding{Kind: FindingGap, Stream: gapsA, Gap: segments.Gap{From: frames.Position(from), To: frames.Position(to), Count: to - from + 1}, Transport: lost}
 	}
 	transport := func(at uint64, lost *TransportLoss) Finding {
 		return Finding{Kind: FindingTransport, Stream: gapsA, Position: frames.Position(at), Transport: lost}
@@ -443,12 +443,12 @@ func TestLogTransportLate(t *testing.T) {
 	p.Channel(frames.ChannelDescriptor{Stream: S, ID: 1, Name: "proc.job.stdout", Content: frames.TextStream()})
 	p.Channel(frames.ChannelDescriptor{Stream: S, ID: 6, Name: frames.TransportChannel, Content: frames.JSONRecord("")})
 	rec := lostRecord(1, 1, 1, "r")
-	for _, it := range []Item{
-		{Kind: ItemFrame, Stream: S, Frame: on(1, 0, "a\n")},
-		{Kind: ItemGap, Stream: S, Gap: Gap{From: 1, To: 2, Count: 2}},
-		{Kind: ItemFrame, Stream: S, Frame: on(1, 3, "b\n")},
-		{Kind: ItemLate, Stream: S, Frame: on(6, 2, rec)},
-		{Kind: ItemConflict, Stream: S, Frame: on(6, 2, lostRecord(1, 1, 1, "other"))},
+	for _, it := range []segments.Item{
+		{Kind: segments.ItemFrame, Stream: S, Frame: on(1, 0, "a\n")},
+		{Kind: segments.ItemGap, Stream: S, Gap: segments.Gap{From: 1, To: 2, Count: 2}},
+		{Kind: segments.ItemFrame, Stream: S, Frame: on(1, 3, "b\n")},
+		{Kind: segments.ItemLate, Stream: S, Frame: on(6, 2, rec)},
+		{Kind: segments.ItemConflict, Stream: S, Frame: on(6, 2, lostRecord(1, 1, 1, "other"))},
 	} {
 		p.Item(it)
 	}
@@ -484,7 +484,7 @@ func TestTransportFixtures(t *testing.T) {
 	gaps := func(data []byte) string {
 		g := NewGaps(0)
 		g.Input("in.dss", false)
-		if err := Scan(context.Background(), bytes.NewReader(data), ScanOptions{}, g); err != nil {
+		if err := segments.Scan(context.Background(), bytes.NewReader(data), segments.ScanOptions{}, g); err != nil {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
@@ -608,8 +608,8 @@ func TestInfoTransport(t *testing.T) {
 	// A late record counts too; the text says it.
 	in := NewInfo(0)
 	in.Segment(frames.StreamDescriptor{Stream: s}, catalog)
-	in.item(Item{Kind: ItemFrame, Stream: s, Frame: on(1, 0, "a\n")})
-	in.item(Item{Kind: ItemLate, Stream: s, Frame: on(2, 0, lostRecord(5, 5, 1, "r"))})
+	in.item(segments.Item{Kind: segments.ItemFrame, Stream: s, Frame: on(1, 0, "a\n")})
+	in.item(segments.Item{Kind: segments.ItemLate, Stream: s, Frame: on(2, 0, lostRecord(5, 5, 1, "r"))})
 	files, streams := in.Summary()
 	if streams[0].TransportLosses != 1 || streams[0].UndeliveredFrames != 1 {
 		t.Errorf("late record: %+v", streams[0])

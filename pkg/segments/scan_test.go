@@ -1,4 +1,4 @@
-package views
+package segments
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
-	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
 // frameSignal is a sink that reports each frame on a channel.
@@ -37,7 +36,7 @@ func (s frameSignal) Frame(_ frames.StreamID, f frames.Frame) {
 func TestScanLive(t *testing.T) {
 	s := frames.StreamID{Node: "live", Life: 1}
 	pr, pw := io.Pipe()
-	w, err := segments.NewWriter(pw, frames.StreamDescriptor{Stream: s}, []frames.ChannelDescriptor{{Stream: s, ID: 1, Name: "out", Content: frames.TextStream()}}, segments.WriterOptions{})
+	w, err := NewWriter(pw, frames.StreamDescriptor{Stream: s}, []frames.ChannelDescriptor{{Stream: s, ID: 1, Name: "out", Content: frames.TextStream()}}, WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +90,7 @@ func (s *idleLog) Idle(quiet bool) {
 func TestScanIdle(t *testing.T) {
 	s := frames.StreamID{Node: "live", Life: 1}
 	pr, pw := io.Pipe()
-	w, err := segments.NewWriter(pw, frames.StreamDescriptor{Stream: s}, []frames.ChannelDescriptor{{Stream: s, ID: 1, Name: "out", Content: frames.TextStream()}}, segments.WriterOptions{})
+	w, err := NewWriter(pw, frames.StreamDescriptor{Stream: s}, []frames.ChannelDescriptor{{Stream: s, ID: 1, Name: "out", Content: frames.TextStream()}}, WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,4 +172,33 @@ type endSignal struct {
 func (e *endSignal) Ended(s frames.StreamID) {
 	e.callLog.Ended(s)
 	close(e.ended)
+}
+
+// conformanceCapture writes a capture of stream s with three channels
+// (1 text, 2 and 3 JSON records) holding fs, ended (closed) or not.
+func conformanceCapture(t *testing.T, s frames.StreamID, ended bool, fs ...frames.Frame) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, frames.StreamDescriptor{Stream: s}, []frames.ChannelDescriptor{
+		{Stream: s, ID: 1, Name: "proc.job.stdout", Content: frames.TextStream()},
+		{Stream: s, ID: 2, Name: "host.resource", Content: frames.JSONRecord("host.resource")},
+		{Stream: s, ID: 3, Name: frames.HealthChannel, Content: frames.JSONRecord(frames.HealthChannel)},
+	}, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fs {
+		if err := w.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ended {
+		err = w.Close()
+	} else {
+		err = w.Flush()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

@@ -1,4 +1,4 @@
-package views
+package segments
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
-	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
 // SegmentHeader is what [Scan] reports of a segment header.
@@ -59,11 +58,11 @@ type ScanOptions struct {
 	// MaxRecordSize overrides the reader's record size limit (0: default).
 	MaxRecordSize int
 	// Offset is the input offset of r's first byte, when r is part of a
-	// capture (a segments.Span): header offsets and damaged ranges are
+	// capture (a Span): header offsets and damaged ranges are
 	// reported from it.
 	Offset int64
 	// SkipBefore makes the reader skip the frames of records that start
-	// before this input offset (segments.ReaderOptions.SkipBefore): ds
+	// before this input offset (ReaderOptions.SkipBefore): ds
 	// tail reads a segment's header and its last blocks only.
 	SkipBefore int64
 	// IdleAfter is how long the input must stay quiet, with everything it
@@ -74,10 +73,11 @@ type ScanOptions struct {
 }
 
 // Idler is implemented by sinks that want to know when their input has
-// paused. [Scan] and [Merge] call Idle(false) when they have handed over
-// everything the input had so far (the reader waits for more: write out
-// what was printed), and Idle(true) when, after that, the input stayed
-// quiet for ScanOptions.IdleAfter or MergeOptions.IdleAfter (show what is
+// paused. [Scan], [ScanAny] and the views' merge of live inputs
+// (views.Merge) call Idle(false) when they have handed over everything
+// the input had so far (the reader waits for more: write out what was
+// printed), and Idle(true) when, after that, the input stayed quiet for
+// ScanOptions.IdleAfter or views.MergeOptions.IdleAfter (show what is
 // held back, such as a line without its newline yet). Idle is called on
 // the goroutine that calls the sink's other methods, between them.
 type Idler interface {
@@ -144,7 +144,7 @@ func scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink, anyForm
 					d.flush(sink, true)
 					return nil
 				}
-				var ce *segments.CorruptError
+				var ce *CorruptError
 				if errors.As(it.err, &ce) {
 					d.add(sink, ce)
 					continue
@@ -155,17 +155,17 @@ func scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink, anyForm
 			d.flush(sink, false)
 			e := &it.e
 			switch e.Kind {
-			case segments.EntrySegment:
+			case EntrySegment:
 				h := e.Header
 				sink.Header(SegmentHeader{Stream: h.Stream, Channels: h.Channels, Seq: h.Seq, Writer: h.Writer, Offset: e.Offset})
-			case segments.EntryChannel:
+			case EntryChannel:
 				sink.Channel(*e.Channel)
-			case segments.EntryFrame:
+			case EntryFrame:
 				e.Frame.Payload = b.arena[it.off : it.off+it.n : it.off+it.n]
 				sink.Frame(e.Stream, e.Frame)
-			case segments.EntryStreamEnded:
+			case EntryStreamEnded:
 				sink.Ended(e.Stream)
-			case segments.EntryTrimmed:
+			case EntryTrimmed:
 				sink.Trimmed(e.Stream, e.Frame.Position)
 			}
 		}
@@ -216,7 +216,7 @@ type scanBatch struct {
 
 // scanItem is one entry, or the error Next returned instead.
 type scanItem struct {
-	e      segments.Entry
+	e      Entry
 	off, n int // the frame's payload in arena
 	err    error
 }
@@ -269,13 +269,13 @@ func (f *batchFeed) send(drained bool) bool {
 	}
 }
 
-// entrySource is what [Scan] reads entries from: a segments.Reader, or an
+// entrySource is what [Scan] reads entries from: a Reader, or an
 // importer of another format ([ScanAny]). NextView returns the next
-// entry (its payload valid until the next call), a *segments.CorruptError
+// entry (its payload valid until the next call), a *CorruptError
 // for a damaged range (not sticky), io.EOF at the end, or another error,
 // which ends the input.
 type entrySource interface {
-	NextView(e *segments.Entry) error
+	NextView(e *Entry) error
 }
 
 // readBatches reads the input into batches until an error other than
@@ -291,7 +291,7 @@ func readBatches(ctx context.Context, f *batchFeed, opts ScanOptions, anyFormat 
 		}
 		return
 	}
-	var e segments.Entry
+	var e Entry
 	for {
 		err := src.NextView(&e)
 		if !f.take() {
@@ -299,13 +299,13 @@ func readBatches(ctx context.Context, f *batchFeed, opts ScanOptions, anyFormat 
 		}
 		b := f.b
 		it := scanItem{e: e, err: err}
-		if err == nil && e.Kind == segments.EntryFrame {
+		if err == nil && e.Kind == EntryFrame {
 			it.off, it.n = len(b.arena), len(e.Frame.Payload)
 			b.arena = append(b.arena, e.Frame.Payload...)
 			it.e.Frame.Payload = nil
 		}
 		b.items = append(b.items, it)
-		var ce *segments.CorruptError
+		var ce *CorruptError
 		if err != nil && !errors.As(err, &ce) {
 			f.send(false) // the last
 			return
@@ -321,7 +321,7 @@ func readBatches(ctx context.Context, f *batchFeed, opts ScanOptions, anyFormat 
 // be a torn tail.
 type damageRuns struct {
 	run  damageRun
-	last *segments.CorruptError
+	last *CorruptError
 }
 
 // damageRun is a run of n adjacent damaged ranges [offset, end); err is
@@ -333,7 +333,7 @@ type damageRun struct {
 }
 
 // add takes the next damaged range.
-func (d *damageRuns) add(sink Sink, ce *segments.CorruptError) {
+func (d *damageRuns) add(sink Sink, ce *CorruptError) {
 	if d.last != nil {
 		d.merge(sink, d.last) // something follows it: not a tail
 		if d.last.End != ce.Offset {
@@ -345,7 +345,7 @@ func (d *damageRuns) add(sink Sink, ce *segments.CorruptError) {
 
 // merge adds ce to the run, reporting the run first if ce does not
 // continue it.
-func (d *damageRuns) merge(sink Sink, ce *segments.CorruptError) {
+func (d *damageRuns) merge(sink Sink, ce *CorruptError) {
 	if d.run.n > 0 && d.run.end == ce.Offset {
 		d.run.end = ce.End
 		d.run.n++
@@ -397,94 +397,3 @@ func (e *RunError) Error() string {
 
 // Unwrap returns the first range's cause.
 func (e *RunError) Unwrap() error { return e.Err }
-
-// Info implements Sink too: see its Header, Channel, Frame, Ended and
-// Damage methods.
-var _ Sink = (*Info)(nil)
-
-// LogSink feeds a [Printer] through an [Assembler]: it is what ds log
-// scans into.
-type LogSink struct {
-	P    *Printer
-	A    *Assembler
-	File string // the input's name, for damage lines
-	// Partial says that the input is read from part-way (ds tail): every
-	// stream starts at the first position read, where it starts is not
-	// shown, and neither are frames below it (late ones).
-	Partial bool
-}
-
-// NewLogSink returns a sink printing to p with the given reorder window
-// per stream, in bytes (0: DefaultWindow; see [AssemblerOptions]).
-func NewLogSink(p *Printer, window int) *LogSink {
-	s := &LogSink{P: p}
-	s.A = NewAssembler(window, s.item)
-	return s
-}
-
-// item passes assembled items to the printer.
-func (s *LogSink) item(it Item) {
-	if s.Partial && (it.Kind == ItemStart || it.Kind == ItemLate) {
-		// Read from part-way: where a stream starts is not news, and a
-		// frame below it was most likely in what was not read.
-		return
-	}
-	s.P.Item(it)
-}
-
-// Header implements Sink.
-func (s *LogSink) Header(h SegmentHeader) {
-	s.P.Stream(h.Stream)
-	for _, c := range h.Channels {
-		s.P.Channel(c)
-	}
-	seq := h.Seq
-	if s.Partial {
-		seq = max(seq, 1) // earlier frames were not read, not lost
-	}
-	s.A.Segment(h.Stream.Stream, seq)
-}
-
-// Segment is Header for a writer's first segment (sequence number 0).
-func (s *LogSink) Segment(d frames.StreamDescriptor, channels []frames.ChannelDescriptor) {
-	s.Header(SegmentHeader{Stream: d, Channels: channels})
-}
-
-// Channel implements Sink.
-func (s *LogSink) Channel(d frames.ChannelDescriptor) { s.P.Channel(d) }
-
-// Frame implements Sink.
-func (s *LogSink) Frame(id frames.StreamID, f frames.Frame) { s.A.Add(id, f) }
-
-// Ended implements Sink: the stream's unfinished lines are printed, and
-// the printer forgets it, unless it holds frames back: another input may
-// still hold what they wait for (a StreamEnded record ends nothing that a
-// later copy can fill), and Printer.Close prints what is left at the end.
-func (s *LogSink) Ended(id frames.StreamID) {
-	if !s.A.Holding(id) {
-		s.P.EndStream(id)
-	}
-}
-
-// Trimmed implements Sink.
-func (s *LogSink) Trimmed(id frames.StreamID, before frames.Position) { s.A.Trim(id, before) }
-
-// Damage implements Sink.
-func (s *LogSink) Damage(offset, end int64, torn bool, err error) {
-	s.P.Damage(s.File, offset, end, torn, err)
-}
-
-// Idle implements [Idler]: the input has paused, so what was printed is
-// written out ([Printer.Flush]); when it has been quiet for a while
-// (quiet), the lines held unfinished are printed first, as they are
-// ([Printer.FlushPartials]). A write error is kept by the printer, for
-// Close to return.
-func (s *LogSink) Idle(quiet bool) {
-	if quiet {
-		// A live input gone quiet: what is held waiting for a hole is
-		// shown, with the gap; a frame of it arriving later is late.
-		s.A.Flush()
-		s.P.FlushPartials()
-	}
-	s.P.Flush()
-}
