@@ -19,6 +19,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/sources"
 	"github.com/ds-telemetry/ds/pkg/wireformat"
 )
 
@@ -135,19 +136,19 @@ func runCheck(ctx context.Context, opts checkOptions, names []string, stdin io.R
 	catalogs := make(map[checkChannelKey]checkDecl) // across inputs: a stream split over files is one stream
 	set := envSources()
 	for _, name := range expandNames(set, names, stderr, &o) {
-		in, err := openInput(set, name, stdin)
+		in, err := set.Open(context.Background(), name, stdin, false)
 		if err != nil {
 			o.fail(stderr, err)
 			continue
 		}
 		ck := newChecker(in, out, catalogs)
 		err = ck.read(ctx)
-		in.close()
+		in.Close()
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
 				break
 			}
-			o.fail(stderr, inputError(in.name, err))
+			o.fail(stderr, sources.InputError(in.Name, err))
 			if errors.Is(err, segments.ErrNotCapture) {
 				continue
 			}
@@ -187,7 +188,7 @@ type checkDecl struct {
 // checker checks one input: it takes its entries in input order and
 // writes findings to out as it meets them.
 type checker struct {
-	in       *input
+	in       *sources.Input
 	out      *checkOut
 	catalogs map[checkChannelKey]checkDecl
 	// conflicts already reported, so that a channel repeated in every
@@ -216,16 +217,16 @@ type checkConflictKey struct {
 	a, b string // the two descriptors, as printed
 }
 
-func newChecker(in *input, out *checkOut, catalogs map[checkChannelKey]checkDecl) *checker {
-	return &checker{in: in, out: out, catalogs: catalogs, format: in.format, streams: make(map[frames.StreamID]*checkStream)}
+func newChecker(in *sources.Input, out *checkOut, catalogs map[checkChannelKey]checkDecl) *checker {
+	return &checker{in: in, out: out, catalogs: catalogs, format: in.Format, streams: make(map[frames.StreamID]*checkStream)}
 }
 
 // read reads the input to its end. It returns an I/O error, ctx's error,
 // or segments.ErrNotCapture; damage is a finding, not an error.
 func (ck *checker) read(ctx context.Context) error {
-	cr := &atomicCounter{r: ck.in.r}
+	cr := &atomicCounter{r: ck.in.R}
 	defer func() { ck.size = cr.n.Load() }()
-	if ck.in.file == nil {
+	if ck.in.File == nil {
 		// Stdin or a pipe: a DSS capture is told by its magic; anything
 		// else goes to the views' importers, which tell the rest.
 		br := bufio.NewReaderSize(cr, 64<<10)
@@ -356,21 +357,21 @@ func (ck *checker) report(offset, end int64, n int, torn bool, err error) {
 	ck.seg.damaged = true
 	cause := checkSafe(checkCause(err))
 	switch {
-	case torn && ck.in.live:
-		ck.out.finding(false, checkLive{checkHead{ck.in.name, "live"}, offset},
-			"%s: tail at byte %d still being written (a writer holds the file)", ck.in.name, offset)
+	case torn && ck.in.Live:
+		ck.out.finding(false, checkLive{checkHead{ck.in.Name, "live"}, offset},
+			"%s: tail at byte %d still being written (a writer holds the file)", ck.in.Name, offset)
 	case torn:
 		ck.problems++
-		ck.out.finding(true, checkTorn{checkHead{ck.in.name, "torn"}, offset, end, cause},
-			"%s: torn tail at byte %d: %s", ck.in.name, offset, cause)
+		ck.out.finding(true, checkTorn{checkHead{ck.in.Name, "torn"}, offset, end, cause},
+			"%s: torn tail at byte %d: %s", ck.in.Name, offset, cause)
 	default:
 		ck.problems++
 		what := cause
 		if n > 1 {
 			what = fmt.Sprintf("%d records, the first: %s", n, cause)
 		}
-		ck.out.finding(true, checkDamage{checkHead{ck.in.name, "damage"}, offset, end, n, cause},
-			"%s: bytes %d–%d damaged: %s", ck.in.name, offset, end-1, what)
+		ck.out.finding(true, checkDamage{checkHead{ck.in.Name, "damage"}, offset, end, n, cause},
+			"%s: bytes %d–%d damaged: %s", ck.in.Name, offset, end-1, what)
 	}
 }
 
@@ -409,7 +410,7 @@ func (ck *checker) describe(offset int64, desc frames.StreamDescriptor) {
 	k := checkChannelKey{stream: desc.Stream} // channel 0: the stream itself
 	first, ok := ck.catalogs[k]
 	if !ok {
-		ck.catalogs[k] = checkDecl{stream: desc, input: ck.in.name, offset: offset}
+		ck.catalogs[k] = checkDecl{stream: desc, input: ck.in.Name, offset: offset}
 		return
 	}
 	a, b := checkDescribeStream(first.stream), checkDescribeStream(desc)
@@ -417,11 +418,11 @@ func (ck *checker) describe(offset int64, desc frames.StreamDescriptor) {
 		return
 	}
 	ck.out.finding(true, checkStreamConflict{
-		checkHead: checkHead{ck.in.name, "stream_conflict"}, Stream: desc.Stream.String(),
+		checkHead: checkHead{ck.in.Name, "stream_conflict"}, Stream: desc.Stream.String(),
 		First:  checkStreamPlace{first.input, first.offset, first.stream.Origin.String(), first.stream.Label},
-		Second: checkStreamPlace{ck.in.name, offset, desc.Origin.String(), desc.Label},
+		Second: checkStreamPlace{ck.in.Name, offset, desc.Origin.String(), desc.Label},
 	}, "%s: stream %s described as %s %s and as %s at byte %d",
-		ck.in.name, checkSafe(desc.Stream.String()), a, ck.where(first), b, offset)
+		ck.in.Name, checkSafe(desc.Stream.String()), a, ck.where(first), b, offset)
 }
 
 // checkDescribeStream is a stream descriptor as the conflict line shows
@@ -450,7 +451,7 @@ func (ck *checker) newConflict(k checkConflictKey) bool {
 
 // where says where a first declaration was: in this input, or another.
 func (ck *checker) where(first checkDecl) string {
-	if first.input != ck.in.name {
+	if first.input != ck.in.Name {
 		return fmt.Sprintf("in %s at byte %d", checkSafe(first.input), first.offset)
 	}
 	return fmt.Sprintf("at byte %d", first.offset)
@@ -471,7 +472,7 @@ func (ck *checker) declare(offset int64, d frames.ChannelDescriptor) {
 	k := checkChannelKey{d.Stream, d.ID}
 	first, ok := ck.catalogs[k]
 	if !ok {
-		ck.catalogs[k] = checkDecl{d: d, input: ck.in.name, offset: offset}
+		ck.catalogs[k] = checkDecl{d: d, input: ck.in.Name, offset: offset}
 		return
 	}
 	if checkSameDescriptor(first.d, d) {
@@ -482,11 +483,11 @@ func (ck *checker) declare(offset int64, d frames.ChannelDescriptor) {
 		return
 	}
 	ck.out.finding(true, checkConflict{
-		checkHead: checkHead{ck.in.name, "conflict"}, Stream: d.Stream.String(), ChannelID: d.ID,
+		checkHead: checkHead{ck.in.Name, "conflict"}, Stream: d.Stream.String(), ChannelID: d.ID,
 		First:  checkPlace{first.input, first.offset, first.d.Name, first.d.Content},
-		Second: checkPlace{ck.in.name, offset, d.Name, d.Content},
+		Second: checkPlace{ck.in.Name, offset, d.Name, d.Content},
 	}, "%s: stream %s: channel %d declared as %s %s and as %s at byte %d",
-		ck.in.name, checkSafe(d.Stream.String()), d.ID, a, ck.where(first), b, offset)
+		ck.in.Name, checkSafe(d.Stream.String()), d.ID, a, ck.where(first), b, offset)
 }
 
 // checkSameDescriptor reports whether two descriptors of one channel id
@@ -557,8 +558,8 @@ func (ck *checker) unknown(offset int64, s frames.StreamID, t wireformat.RecordT
 		cause = checkCause(err)
 		what += " (" + checkSafe(cause) + ")"
 	}
-	ck.out.finding(false, checkUnknown{checkHead{ck.in.name, "unknown"}, offset, s.String(), t.String(), cause},
-		"%s: byte %d: record of unknown type %s in stream %s, skipped", ck.in.name, offset, what, checkSafe(s.String()))
+	ck.out.finding(false, checkUnknown{checkHead{ck.in.Name, "unknown"}, offset, s.String(), t.String(), cause},
+		"%s: byte %d: record of unknown type %s in stream %s, skipped", ck.in.Name, offset, what, checkSafe(s.String()))
 }
 
 // summary compares a segment's SegmentSummary at offset with what the
@@ -591,12 +592,12 @@ func (ck *checker) summary(offset int64, s frames.StreamID, sum *wireformat.Summ
 	}
 	ck.problems++
 	ck.out.finding(true, checkSummaryFinding{
-		checkHead: checkHead{ck.in.name, "summary"}, Offset: offset, SegmentOffset: sg.offset,
+		checkHead: checkHead{ck.in.Name, "summary"}, Offset: offset, SegmentOffset: sg.offset,
 		Stream: s.String(), Seq: sg.seq, Disagrees: why,
 		Summary: checkCounts{sum.Frames, sum.Bytes, sum.First, sum.Last, sum.Ordered, sum.Ended},
 		Segment: sg.tally.counts(),
 	}, "%s: byte %d: summary of stream %s's segment at byte %d disagrees with its frames: %s",
-		ck.in.name, offset, checkSafe(s.String()), sg.offset, strings.Join(why, "; "))
+		ck.in.Name, offset, checkSafe(s.String()), sg.offset, strings.Join(why, "; "))
 }
 
 // finish reports the streams and the input (read: the input was read to
@@ -608,17 +609,17 @@ func (ck *checker) finish(read bool) {
 	}
 	slices.SortFunc(ids, frames.StreamID.Compare)
 	for _, id := range ids {
-		ck.streams[id].report(ck.in.name, ck.out)
+		ck.streams[id].report(ck.in.Name, ck.out)
 	}
-	fin := checkInput{checkHead{ck.in.name, "input"}, ck.format.String(), ck.size, ck.segments, len(ck.streams), ck.frames, ck.problems, ck.problems == 0 && read}
+	fin := checkInput{checkHead{ck.in.Name, "input"}, ck.format.String(), ck.size, ck.segments, len(ck.streams), ck.frames, ck.problems, ck.problems == 0 && read}
 	desc := fmt.Sprintf("%d bytes, %s, %s, %s", ck.size, checkNouns(ck.segments, "segment"), checkNouns(uint64(len(ck.streams)), "stream"), checkNouns(ck.frames, "frame"))
 	switch {
 	case !read:
-		ck.out.finding(true, fin, "%s: not read to its end: %s", ck.in.name, desc)
+		ck.out.finding(true, fin, "%s: not read to its end: %s", ck.in.Name, desc)
 	case ck.problems == 0:
-		ck.out.finding(false, fin, "%s: ok: %s", ck.in.name, desc)
+		ck.out.finding(false, fin, "%s: ok: %s", ck.in.Name, desc)
 	default:
-		ck.out.finding(true, fin, "%s: %s: %s", ck.in.name, checkNouns(ck.problems, "problem"), desc)
+		ck.out.finding(true, fin, "%s: %s: %s", ck.in.Name, checkNouns(ck.problems, "problem"), desc)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/sources"
 )
 
 func ingestCommand() *cli.Command {
@@ -271,7 +272,7 @@ func ingestLine(input string, stored, dups, conflicts, trimmed uint64) string {
 
 // openIngestInput opens an input of ds ingest: "-" is stdin. A regular
 // file must hold a DSS capture (or be empty): one that holds another
-// format is refused with a *notCaptureError (exit 2) or an error saying
+// format is refused with a *sources.NotCaptureError (exit 2) or an error saying
 // which (DSQ1 streams and legacy envelopes are read by the views, not
 // stored).
 func openIngestInput(name string, stdin io.Reader) (io.Reader, io.Closer, error) {
@@ -299,7 +300,7 @@ func openIngestInput(name string, stdin io.Reader) (io.Reader, io.Closer, error)
 		}
 		if err != nil {
 			f.Close()
-			return nil, nil, inputError(name, err)
+			return nil, nil, sources.InputError(name, err)
 		}
 		if format != segments.InputDSS {
 			f.Close()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/sources"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -81,7 +82,7 @@ func latestAction(ctx context.Context, c *cli.Command) error {
 	}
 	root := c.Root()
 	l := views.NewLatest(views.LatestOptions{Channels: channelFilters(patterns)})
-	err = scanInputs(ctx, set, names, root.Reader, root.ErrWriter, false, func(*input) segments.Sink { return ss.wrap(l) }, nil)
+	err = scanInputs(ctx, set, names, root.Reader, root.ErrWriter, false, func(*sources.Input) segments.Sink { return ss.wrap(l) }, nil)
 	ss.warn(root.ErrWriter)
 	l.Flush()
 	write := views.WriteLatestText

@@ -182,8 +182,8 @@ func printLog(ctx context.Context, set *sources.Set, c *cli.Command, opts views.
 	sink := views.NewLogSink(p, 0)
 	// sinkFor may run in another goroutine (a followed directory): it
 	// must not touch the shared sink.
-	err := scanInputs(ctx, set, names, root.Reader, root.ErrWriter, follow, func(in *input) segments.Sink {
-		return inputLogSink{sink, in.name}
+	err := scanInputs(ctx, set, names, root.Reader, root.ErrWriter, follow, func(in *sources.Input) segments.Sink {
+		return inputLogSink{sink, in.Name}
 	}, nil)
 	sink.A.Flush()
 	if cerr := p.Close(); cerr != nil {

@@ -22,52 +22,52 @@ func (s *switchWriter) Write(b []byte) (int, error) { return s.w.Write(b) }
 // shown twice where the two meet) until ctx ends. It returns whether what
 // was read was damaged, and the goroutine's end: done is called with its
 // damage and error.
-func tailStore(ctx context.Context, in *input, w *tailOutWriter, stderr io.Writer, opts views.TailOptions, done func(damaged bool, err error)) (bool, error) {
+func tailStore(ctx context.Context, in *sources.Input, w *tailOutWriter, stderr io.Writer, opts views.TailOptions, done func(damaged bool, err error)) (bool, error) {
 	ring := views.NewLineRing(opts.Lines)
 	out := &switchWriter{w: ring}
 	p := views.NewPrinter(out, opts.Log)
 	sink := views.NewLogSink(p, opts.Log.Window)
-	sink.File = in.name
-	rep := &damageReporter{in: in, stderr: stderr, Sink: sink}
-	err := segments.ScanAny(ctx, in.r, segments.ScanOptions{}, rep)
+	sink.File = in.Name
+	rep := in.Reporter(sink, stderr)
+	err := segments.ScanAny(ctx, in.R, segments.ScanOptions{}, rep)
 	if err != nil {
-		in.close()
-		return rep.damaged, inputError(in.name, err)
+		in.Close()
+		return rep.Damaged, sources.InputError(in.Name, err)
 	}
 	// The end of what the store holds: what is held back is shown, as a
 	// live input's is when it goes quiet, and the last lines written.
 	sink.A.Flush()
 	p.FlushPartials()
 	if err := p.Flush(); err != nil {
-		in.close()
-		return rep.damaged, err
+		in.Close()
+		return rep.Damaged, err
 	}
 	if err := ring.WriteLines(w); err != nil {
-		in.close()
-		return rep.damaged, err
+		in.Close()
+		return rep.Damaged, err
 	}
 	w.mute = false
 	out.w = w
 	go followStore(ctx, in, rep, done)
-	return rep.damaged, nil
+	return rep.Damaged, nil
 }
 
-// followStore reads a store input on into sink (a damageReporter whose
+// followStore reads a store input on into sink (a sources.DamageReporter whose
 // sink is a *views.LogSink) until ctx ends, then closes its printer, and
 // calls done.
-func followStore(ctx context.Context, in *input, rep *damageReporter, done func(damaged bool, err error)) {
-	defer in.close()
-	in.store.Follow(ctx)
+func followStore(ctx context.Context, in *sources.Input, rep *sources.DamageReporter, done func(damaged bool, err error)) {
+	defer in.Close()
+	in.Store.Follow(ctx)
 	sink := rep.Sink.(*views.LogSink)
-	err := segments.ScanAny(ctx, in.r, segments.ScanOptions{IdleAfter: liveIdle}, rep)
+	err := segments.ScanAny(ctx, in.R, segments.ScanOptions{IdleAfter: sources.LiveIdle}, rep)
 	sink.A.Flush()
 	sink.P.Close()
 	if err != nil && !errors.Is(err, context.Canceled) {
-		err = inputError(in.name, err)
+		err = sources.InputError(in.Name, err)
 	} else {
 		err = nil
 	}
-	done(rep.damaged, err)
+	done(rep.Damaged, err)
 }
 
 // tailConsumer is ds tail --consumer NAME STORE…: everything after the
@@ -108,8 +108,8 @@ func tailConsumer(ctx context.Context, set *sources.Set, name string, opts views
 			saveErr = cons.SaveBefore(p.Cursor(), p.Holes())
 		}
 	}
-	err = scanInputs(ctx, set, dirs, stdin, stderr, follow, func(in *input) segments.Sink {
-		s := segments.Sink(inputLogSink{sink, in.name})
+	err = scanInputs(ctx, set, dirs, stdin, stderr, follow, func(in *sources.Input) segments.Sink {
+		s := segments.Sink(inputLogSink{sink, in.Name})
 		if follow {
 			s = quietSaver{s, save}
 		}

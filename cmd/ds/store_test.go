@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
@@ -51,88 +49,25 @@ func ingest(t *testing.T, dir string, id frames.StreamID, from, to frames.Positi
 	}
 }
 
-// positionsOf returns the positions of the frames of a DSS byte stream,
-// in the order read.
-func positionsOf(t *testing.T, b []byte) []frames.Position {
-	t.Helper()
-	var got []frames.Position
-	sink := &posSink{got: &got}
-	if err := segments.Scan(context.Background(), bytes.NewReader(b), segments.ScanOptions{}, sink); err != nil {
-		t.Fatal(err)
-	}
-	return got
-}
-
-type posSink struct{ got *[]frames.Position }
-
-func (s *posSink) Header(segments.SegmentHeader)                  {}
-func (s *posSink) Channel(frames.ChannelDescriptor)               {}
-func (s *posSink) Frame(_ frames.StreamID, f frames.Frame)        { *s.got = append(*s.got, f.Position) }
-func (s *posSink) Trimmed(frames.StreamID, frames.Position)       {}
-func (s *posSink) Ended(frames.StreamID)                          {}
-func (s *posSink) Damage(offset, end int64, torn bool, err error) {}
-
-func TestExpandStore(t *testing.T) {
+// TestFileStreamsStore: the streams of a store and of its inputs come
+// from the store's listing.
+func TestFileStreamsStore(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "st")
-	a1, a2, b1 := frames.StreamID{Node: "a", Life: 1}, frames.StreamID{Node: "a", Life: 2}, frames.StreamID{Node: "b\n", Life: 1}
+	a1, b1 := frames.StreamID{Node: "a", Life: 1}, frames.StreamID{Node: "b", Life: 1}
 	ingest(t, dir, b1, 0, 1)
-	ingest(t, dir, a2, 0, 2)
 	ingest(t, dir, a1, 0, 3)
-	var stderr bytes.Buffer
-	var o outcome
 	set := sources.NewSet(sources.Options{})
-	paths, watches := expandInputs(set, []string{dir + "/"}, true, &stderr, &o)
-	want := []string{dir + " (a#1)", dir + " (a#2)", dir + ` ("b\n#1")`}
-	if strings.Join(paths, "|") != strings.Join(want, "|") {
-		t.Fatalf("inputs %q, want %q", paths, want)
+	paths, _, err := set.ExpandStore(dir)
+	if err != nil || len(paths) != 2 {
+		t.Fatalf("inputs %q, %v", paths, err)
 	}
-	if len(watches) != 1 || stderr.Len() > 0 || o.status() != nil {
-		t.Fatalf("watches %d, stderr %q, status %v", len(watches), stderr.String(), o.status())
-	}
-	for i, id := range []frames.StreamID{a1, a2, b1} {
-		in, err := openInput(set, paths[i], nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(in.r)
-		in.close()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, id := range []frames.StreamID{a1, b1} {
 		if ids, ok := fileStreams(set, paths[i]); !ok || len(ids) != 1 || ids[0] != id {
 			t.Errorf("fileStreams(%q) = %v, %v", paths[i], ids, ok)
 		}
-		if got := positionsOf(t, b); len(got) == 0 || got[0] != 0 {
-			t.Errorf("%s: positions %v", paths[i], got)
-		}
 	}
-	if ids, ok := fileStreams(set, dir); !ok || len(ids) != 3 {
+	if ids, ok := fileStreams(set, dir); !ok || len(ids) != 2 {
 		t.Errorf("fileStreams(store) = %v, %v", ids, ok)
-	}
-	// A new stream is found by the watch, once.
-	c1 := frames.StreamID{Node: "c", Life: 1}
-	ingest(t, dir, c1, 0, 0)
-	time.Sleep(sources.PollInterval)
-	if got := watches[0].Poll(); len(got) != 1 || got[0] != dir+" (c#1)" {
-		t.Errorf("poll = %q", got)
-	}
-	if got := watches[0].Poll(); len(got) != 0 {
-		t.Errorf("second poll = %q", got)
-	}
-}
-
-func TestExpandEmptyStore(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "st")
-	st, err := segments.CreateStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	var stderr bytes.Buffer
-	var o outcome
-	paths, _ := expandInputs(sources.NewSet(sources.Options{}), []string{dir}, false, &stderr, &o)
-	if len(paths) != 0 || stderr.Len() > 0 || o.status() != nil {
-		t.Fatalf("empty store: inputs %q, stderr %q, status %v", paths, stderr.String(), o.status())
 	}
 }
 

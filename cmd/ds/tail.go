@@ -279,9 +279,9 @@ func consumerAction(ctx context.Context, set *sources.Set, c *cli.Command, opts 
 
 // probeInput reports an input that cannot be opened.
 func probeInput(set *sources.Set, name string, stdin io.Reader) error {
-	in, err := openInput(set, name, stdin)
+	in, err := set.Open(context.Background(), name, stdin, false)
 	if err == nil {
-		in.close()
+		in.Close()
 	}
 	return err
 }
@@ -294,11 +294,11 @@ func tailOne(ctx context.Context, set *sources.Set, name string, src *sources.NA
 		d, cur, _, err := tailNATS(ctx, src, stdout, stderr, opts)
 		return d, cur, err
 	}
-	in, err := openInput(set, name, stdin)
+	in, err := set.Open(context.Background(), name, stdin, false)
 	if err != nil {
 		return false, nil, err
 	}
-	defer in.close()
+	defer in.Close()
 	if !readsFromEnd(in) {
 		// A pipe, a DSQ1 stream, legacy envelopes: read it all, keeping
 		// the last lines.
@@ -310,32 +310,32 @@ func tailOne(ctx context.Context, set *sources.Set, name string, src *sources.NA
 
 // readsFromEnd reports whether ds tail can read in from its end: a DSS
 // capture file (or an empty one), not a pipe or an import.
-func readsFromEnd(in *input) bool {
-	return in.file != nil && in.size >= 0 && (in.format == segments.InputDSS || in.format == segments.InputEmpty) && !outOfOrder(in.name)
+func readsFromEnd(in *sources.Input) bool {
+	return in.File != nil && in.Size >= 0 && (in.Format == segments.InputDSS || in.Format == segments.InputEmpty) && !outOfOrder(in.Name)
 }
 
 // tailFile prints the tail of a capture file read from its end
 // (views.Tail), reports its damage on stderr, and says whether there was
 // any.
-func tailFile(ctx context.Context, in *input, opts views.TailOptions, w, stderr io.Writer) (views.TailStats, bool, error) {
-	opts.File, opts.Live = in.name, in.live
-	stats, err := views.Tail(ctx, in.file, in.size, opts, w)
+func tailFile(ctx context.Context, in *sources.Input, opts views.TailOptions, w, stderr io.Writer) (views.TailStats, bool, error) {
+	opts.File, opts.Live = in.Name, in.Live
+	stats, err := views.Tail(ctx, in.File, in.Size, opts, w)
 	if os.Getenv("DS_READ_STATS") != "" {
 		// A test hook: what reading from the end cost, in bytes.
-		fmt.Fprintf(stderr, "ds: %s: read %d of %d bytes\n", in.name, stats.BytesRead, in.size)
+		fmt.Fprintf(stderr, "ds: %s: read %d of %d bytes\n", in.Name, stats.BytesRead, in.Size)
 	}
-	rep := &damageReporter{in: in, stderr: stderr}
+	rep := in.Reporter(nil, stderr)
 	for _, d := range stats.Damage {
-		rep.report(d.Offset, d.End, d.Torn, d.Err)
+		rep.Report(d.Offset, d.End, d.Torn, d.Err)
 	}
 	if err != nil {
-		return stats, rep.damaged, inputError(in.name, err)
+		return stats, rep.Damaged, sources.InputError(in.Name, err)
 	}
-	return stats, rep.damaged, nil
+	return stats, rep.Damaged, nil
 }
 
 // tailStream is tail of an input that cannot be read from its end.
-func tailStream(ctx context.Context, in *input, stdout, stderr io.Writer, opts views.TailOptions) (bool, segments.Cursor, error) {
+func tailStream(ctx context.Context, in *sources.Input, stdout, stderr io.Writer, opts views.TailOptions) (bool, segments.Cursor, error) {
 	ring, cur, damaged, err := tailRing(ctx, in, stderr, opts, false)
 	if err != nil {
 		return damaged, nil, err
@@ -347,24 +347,24 @@ func tailStream(ctx context.Context, in *input, stdout, stderr io.Writer, opts v
 // ds log prints them, the cursor of what it read, and whether it was
 // damaged (reported on stderr). partial says that in is read from
 // part-way (partialLogSink).
-func tailRing(ctx context.Context, in *input, stderr io.Writer, opts views.TailOptions, partial bool) (*views.LineRing, segments.Cursor, bool, error) {
+func tailRing(ctx context.Context, in *sources.Input, stderr io.Writer, opts views.TailOptions, partial bool) (*views.LineRing, segments.Cursor, bool, error) {
 	ring := views.NewLineRing(opts.Lines)
 	p := views.NewPrinter(ring, opts.Log)
 	sink := views.NewLogSink(p, opts.Log.Window)
 	if partial {
 		sink = partialLogSink(p, opts.Log.Window)
 	}
-	sink.File = in.name
-	rep := &damageReporter{in: in, stderr: stderr, Sink: sink}
-	err := segments.ScanAny(ctx, in.r, segments.ScanOptions{}, rep)
+	sink.File = in.Name
+	rep := in.Reporter(sink, stderr)
+	err := segments.ScanAny(ctx, in.R, segments.ScanOptions{}, rep)
 	sink.A.Flush()
 	if cerr := p.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
-		return ring, nil, rep.damaged, inputError(in.name, err)
+		return ring, nil, rep.Damaged, sources.InputError(in.Name, err)
 	}
-	return ring, p.Cursor(), rep.damaged, nil
+	return ring, p.Cursor(), rep.Damaged, nil
 }
 
 // natsTailWindow is how many messages ds tail reads first from the end of
@@ -400,7 +400,7 @@ func tailNATS(ctx context.Context, src *sources.NATS, stdout, stderr io.Writer, 
 		// The damage of a try that is not the last is not reported: the
 		// next one reads it again.
 		var warn bytes.Buffer
-		ring, cur, damaged, err := tailRing(ctx, &input{name: src.Name(), r: r, size: -1}, &warn, opts, start > first)
+		ring, cur, damaged, err := tailRing(ctx, &sources.Input{Name: src.Name(), R: r, Size: -1}, &warn, opts, start > first)
 		if start == first || err != nil || ring.Lines() > int64(opts.Lines) {
 			if os.Getenv("DS_READ_STATS") != "" {
 				// A test hook: what reading from the end cost.
@@ -427,7 +427,7 @@ func endCursor(ctx context.Context, name string, src *sources.NATS, opts views.L
 	if err != nil {
 		return nil
 	}
-	_, cur, _, _ := tailRing(ctx, &input{name: src.Name(), r: r, size: -1}, io.Discard, views.TailOptions{Lines: 1, Log: opts}, true)
+	_, cur, _, _ := tailRing(ctx, &sources.Input{Name: src.Name(), R: r, Size: -1}, io.Discard, views.TailOptions{Lines: 1, Log: opts}, true)
 	return cur
 }
 

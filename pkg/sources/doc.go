@@ -14,7 +14,15 @@
 // A [Set] holds the inputs of one command: the stores it opened and the
 // names of their streams' inputs; create one per command with [NewSet],
 // passing [Options] (how nats:// inputs are opened). There is no
-// process-wide state.
+// process-wide state. [Set.Expand] turns the names into inputs (a
+// directory into its capture files, a store into its streams), and
+// [Set.Open] opens one as an [Input]: its reader, its size, whether a
+// writer still holds it (live), the format it holds (segments.Detect).
+// [Input.Scan] reads it into a segments.Sink (segments.ScanAny, any
+// format), following a growing file with -f; a [DamageReporter] in front
+// of the sink says on stderr which byte ranges were damaged. A file of no
+// format ds reads is a *[NotCaptureError] ([InputError] names the input in
+// an error).
 //
 // Following (ds log -f, ds tail -f): a [FollowFile] reads a capture file
 // as it grows and says when it was truncated or replaced

@@ -80,22 +80,30 @@ func TestExpandStore(t *testing.T) {
 	if !IsStore(dir) || IsStore("-") || IsStore(t.TempDir()) {
 		t.Fatal("IsStore")
 	}
-	paths, w, err := set.ExpandStore(dir + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
+	var stderr bytes.Buffer
+	var failed []error
+	paths, watches := set.Expand([]string{dir + "/"}, true, &stderr, func(err error) { failed = append(failed, err) })
 	want := []string{dir + " (a#1)", dir + " (a#2)", dir + ` ("b\n#1")`}
 	if strings.Join(paths, "|") != strings.Join(want, "|") {
 		t.Fatalf("inputs %q, want %q", paths, want)
+	}
+	if len(watches) != 1 || stderr.Len() > 0 || failed != nil {
+		t.Fatalf("watches %d, stderr %q, failed %v", len(watches), stderr.String(), failed)
 	}
 	for i, id := range []frames.StreamID{a1, a2, b1} {
 		ref, ok := set.Stream(paths[i])
 		if !ok || ref.ID != id || !set.IsStream(paths[i]) {
 			t.Fatalf("Stream(%q) = %v, %v", paths[i], ref, ok)
 		}
-		r := ref.NewReader()
-		b, err := io.ReadAll(r)
-		r.Close()
+		in, err := set.Open(context.Background(), paths[i], nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.Store == nil || in.Format != segments.InputDSS || in.Size != -1 || in.Name != paths[i] {
+			t.Errorf("%s: opened as %+v", paths[i], in)
+		}
+		b, err := io.ReadAll(in.R)
+		in.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,10 +118,10 @@ func TestExpandStore(t *testing.T) {
 	c1 := frames.StreamID{Node: "c", Life: 1}
 	ingest(t, dir, c1, 0, 0)
 	time.Sleep(PollInterval)
-	if got := w.Poll(); len(got) != 1 || got[0] != dir+" (c#1)" {
+	if got := watches[0].Poll(); len(got) != 1 || got[0] != dir+" (c#1)" {
 		t.Errorf("poll = %q", got)
 	}
-	if got := w.Poll(); len(got) != 0 {
+	if got := watches[0].Poll(); len(got) != 0 {
 		t.Errorf("second poll = %q", got)
 	}
 }
@@ -125,9 +133,11 @@ func TestExpandEmptyStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	paths, _, err := NewSet(Options{}).ExpandStore(dir)
-	if len(paths) != 0 || err != nil {
-		t.Fatalf("empty store: inputs %q, err %v", paths, err)
+	var stderr bytes.Buffer
+	fail := func(err error) { t.Errorf("failed: %v", err) }
+	paths, _ := NewSet(Options{}).Expand([]string{dir}, false, &stderr, fail)
+	if len(paths) != 0 || stderr.Len() > 0 {
+		t.Fatalf("empty store: inputs %q, stderr %q", paths, stderr.String())
 	}
 }
 
