@@ -4,6 +4,7 @@
 //	         hostprobe → frames;  proc → frames
 //	cmd/ds → fleet → segments (NATS JetStream transport; views never import it)
 //	cmd/ds → capture → segments (the producers' write path; no NATS, no views)
+//	cmd/ds → sources → fleet, segments (the views' inputs; never views)
 //
 // It parses every non-test Go file under pkg/ in ImportsOnly mode (not
 // `go list`, whose result go test would cache) and checks each import.
@@ -34,6 +35,7 @@ var allowed = map[string][]string{
 	"proc":        {"pkg/frames", "github.com/creack/pty", "golang.org/x/sys"},
 	"fleet":       {"pkg/segments", "pkg/wireformat", "pkg/frames", "github.com/nats-io/nats.go", "github.com/nats-io/nats-server/v2"},
 	"capture":     {"pkg/segments", "pkg/wireformat", "pkg/frames"},
+	"sources":     {"pkg/segments", "pkg/fleet", "pkg/wireformat", "pkg/frames", "github.com/nats-io/nats.go"},
 }
 
 // forbiddenStd lists standard packages (and everything below them) a
@@ -50,6 +52,7 @@ var forbiddenStd = map[string][]string{
 	"proc":        {"flag"},
 	"fleet":       {"os/exec", "flag"},
 	"capture":     {"os/exec", "flag", "net"},
+	"sources":     {"os/exec", "flag"},
 }
 
 func TestImportDirection(t *testing.T) {

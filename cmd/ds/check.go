@@ -16,6 +16,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/sources"
 )
 
 func checkCommand() *cli.Command {
@@ -129,27 +130,28 @@ func runCheck(ctx context.Context, opts checkOptions, names []string, stdin io.R
 	bw := bufio.NewWriterSize(stdout, 64<<10)
 	out := &checkOut{w: bw, opts: opts}
 	ck := segments.NewChecker() // across inputs: a stream split over files is one stream
-	for _, name := range expandNames(names, stderr, &o) {
-		in, err := openInput(name, stdin)
+	set := envSources()
+	for _, name := range expandNames(set, names, stderr, &o) {
+		in, err := set.Open(context.Background(), name, stdin, false)
 		if err != nil {
 			o.fail(stderr, err)
 			continue
 		}
-		rep, err := ck.Check(ctx, in.r, in.name, segments.CheckOptions{
-			Format: in.format, Sniff: in.file == nil, Live: in.live,
-			Finding: func(f segments.Finding) { out.finding(in.name, f) },
+		rep, err := ck.Check(ctx, in.R, in.Name, segments.CheckOptions{
+			Format: in.Format, Sniff: in.File == nil, Live: in.Live,
+			Finding: func(f segments.Finding) { out.finding(in.Name, f) },
 		})
-		in.close()
+		in.Close()
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
 				break
 			}
-			o.fail(stderr, inputError(in.name, err))
+			o.fail(stderr, sources.InputError(in.Name, err))
 			if errors.Is(err, segments.ErrNotCapture) {
 				continue
 			}
 		}
-		out.report(in.name, rep, err == nil)
+		out.report(in.Name, rep, err == nil)
 		if rep.Problems > 0 {
 			o.damage()
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/sources"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -106,7 +107,7 @@ input that is damaged (a damaged range or a torn tail) gives 3 whatever
 
 func gapsAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
-	ctx, err := withNATSInputs(ctx, c)
+	set, err := newSources(c)
 	if err != nil {
 		return err
 	}
@@ -116,8 +117,8 @@ func gapsAction(ctx context.Context, c *cli.Command) error {
 	}
 	root := c.Root()
 	g := views.NewGaps(0)
-	err = scanInputs(ctx, c.Args().Slice(), root.Reader, root.ErrWriter, false, func(in *input) segments.Sink {
-		return ss.wrap(g.Input(in.name, in.live))
+	err = scanInputs(ctx, set, c.Args().Slice(), root.Reader, root.ErrWriter, false, func(in *sources.Input) segments.Sink {
+		return ss.wrap(g.Input(in.Name, in.Live))
 	}, nil)
 	unmatched := ss.warn(root.ErrWriter)
 	var st *statusError

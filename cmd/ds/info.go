@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/sources"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -56,7 +57,7 @@ Exit status 3 when an input is damaged (in what was read).`,
 
 func infoAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
-	ctx, err := withNATSInputs(ctx, c)
+	set, err := newSources(c)
 	if err != nil {
 		return err
 	}
@@ -66,7 +67,7 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 		return usagef("no input given (name capture files, or - for stdin)")
 	}
 	var o outcome
-	names = expandNames(names, root.ErrWriter, &o) // a directory: its captures
+	names = expandNames(set, names, root.ErrWriter, &o) // a directory: its captures
 	// One capture is trusted to be in order, so that one whose head is
 	// missing is summarised from its summaries; copies in several inputs
 	// (or a pipe) are counted exactly, in any order.
@@ -76,30 +77,30 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 	}
 	scanAll := c.Bool("scan")
 	for _, name := range names {
-		in, err := openInputContext(ctx, name, root.Reader, false)
+		in, err := set.Open(ctx, name, root.Reader, false)
 		if err != nil {
 			o.fail(root.ErrWriter, err)
 			continue
 		}
-		info.File(in.name)
-		rep := &damageReporter{Sink: info, in: in, stderr: root.ErrWriter}
-		if in.file != nil && in.size >= 0 && !scanAll && in.format == segments.InputDSS {
+		info.File(in.Name)
+		rep := in.Reporter(info, root.ErrWriter)
+		if in.File != nil && in.Size >= 0 && !scanAll && in.Format == segments.InputDSS {
 			err = infoFromEnd(ctx, in, info, rep)
-			info.FileSize(in.size)
+			info.FileSize(in.Size)
 		} else {
-			err = scanOne(ctx, in, segments.ScanOptions{}, rep, root.ErrWriter)
-			size := in.size
-			if size < 0 || in.live {
-				size = in.read // stdin, a pipe, or a file still growing: what was read
+			err = in.Scan(ctx, segments.ScanOptions{}, rep, root.ErrWriter)
+			size := in.Size
+			if size < 0 || in.Live {
+				size = in.BytesRead // stdin, a pipe, or a file still growing: what was read
 			}
 			info.FileSize(size)
 		}
-		in.close()
-		if rep.damaged {
+		in.Close()
+		if rep.Damaged {
 			o.damage()
 		}
 		if err != nil && !errors.Is(err, context.Canceled) {
-			o.fail(root.ErrWriter, inputError(name, err))
+			o.fail(root.ErrWriter, sources.InputError(name, err))
 		}
 	}
 	var werr error
@@ -123,14 +124,14 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 // when Info takes it. A capture of many small segments (captures of a few
 // frames, concatenated) is read record by record at once: its summaries
 // would save nothing.
-func infoFromEnd(ctx context.Context, in *input, info *views.Info, sink segments.Sink) error {
+func infoFromEnd(ctx context.Context, in *sources.Input, info *views.Info, sink segments.Sink) error {
 	type place struct {
 		off, end   int64
 		summarised bool
 		span       *segments.Span // kept for the first keptSpans places
 	}
 	var places []place
-	w := segments.NewBackWalker(in.file, in.size)
+	w := segments.NewBackWalker(in.File, in.Size)
 	for {
 		sp, err := w.Prev()
 		if err == io.EOF {
@@ -144,8 +145,8 @@ func infoFromEnd(ctx context.Context, in *input, info *views.Info, sink segments
 			pl.span = &sp
 		}
 		places = append(places, pl)
-		if len(places) >= manySegments && in.size/int64(len(places)) < smallSegment {
-			sr := io.NewSectionReader(in.file, 0, in.size)
+		if len(places) >= manySegments && in.Size/int64(len(places)) < smallSegment {
+			sr := io.NewSectionReader(in.File, 0, in.Size)
 			return segments.Scan(ctx, sr, segments.ScanOptions{}, sink)
 		}
 	}
@@ -156,9 +157,9 @@ func infoFromEnd(ctx context.Context, in *input, info *views.Info, sink segments
 		if scanFrom < 0 {
 			return nil
 		}
-		sr := io.NewSectionReader(in.file, scanFrom, scanTo-scanFrom)
+		sr := io.NewSectionReader(in.File, scanFrom, scanTo-scanFrom)
 		s := sink
-		if scanTo < in.size {
+		if scanTo < in.Size {
 			s = notTorn{sink}
 		}
 		err := segments.Scan(ctx, sr, segments.ScanOptions{Offset: scanFrom}, s)
@@ -172,7 +173,7 @@ func infoFromEnd(ctx context.Context, in *input, info *views.Info, sink segments
 			sp, err := segments.Span{}, error(nil)
 			if p.span != nil {
 				sp = *p.span
-			} else if sp, err = segments.NewBackWalker(in.file, p.end).Prev(); err != nil {
+			} else if sp, err = segments.NewBackWalker(in.File, p.end).Prev(); err != nil {
 				return err
 			}
 			if sp.Offset == p.off && sp.Header != nil && sp.Summary != nil {

@@ -8,182 +8,20 @@ import (
 	"maps"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/sources"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
-
-// input is one capture named on the command line ("-" is stdin), one
-// capture file of a directory named there, or one stream of a store named
-// there (see store.go).
-type input struct {
-	name string
-	r    io.Reader
-	size int64 // -1 when unknown (a pipe: a live input)
-	live bool  // a writer holds the file's lock: its tail is still being written
-	read int64 // bytes read, once scanned
-	file *os.File
-	// format is what a regular file holds, found when it is opened; for
-	// stdin and pipes it is found as they are read (segments.ScanAny).
-	format segments.InputFormat
-	// store reads the input when it is a stream of a store (r is it).
-	store *storeReader
-	// nats is the connection of a nats:// input (r reads its messages).
-	nats *natsSource
-}
-
-// openInput opens a capture: "-" is stdin; a nats:// URL is the JetStream
-// stream it names, its messages up to the last one stored now
-// (openInputContext); the name of a store input
-// (expandInputs) is that stream of the store, read from its start. A
-// regular file that holds no format ds reads is refused with a
-// *notCaptureError (exit 2); a directory, with an error saying so (see
-// expandInputs).
-func openInput(name string, stdin io.Reader) (*input, error) {
-	return openInputContext(context.Background(), name, stdin, false)
-}
-
-// openInputContext is openInput for a view that runs until ctx ends. A
-// nats:// input is the JetStream stream under its prefix (see natsSource),
-// named by the URL without credentials, read as stdin is: with follow,
-// messages are read as they arrive, until ctx ends.
-func openInputContext(ctx context.Context, name string, stdin io.Reader, follow bool) (*input, error) {
-	if fleet.IsURL(name) {
-		src, err := openNATS(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		r, err := src.reader(ctx, fleet.ReaderOptions{Follow: follow})
-		if err != nil {
-			src.close()
-			return nil, err
-		}
-		return &input{name: src.t.Display, r: r, size: -1, nats: src}, nil
-	}
-	if name == "-" {
-		in := &input{name: "-", r: stdin, size: -1}
-		if f, ok := stdin.(*os.File); ok {
-			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-				in.size = fi.Size() // redirected from a file: not live
-			}
-		}
-		return in, nil
-	}
-	if ref, ok := lookupStoreInput(name); ok {
-		sr := newStoreReader(ref)
-		return &input{name: name, r: sr, size: -1, format: segments.InputDSS, store: sr}, nil
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	in := &input{name: name, r: f, size: -1, file: f}
-	if fi, err := f.Stat(); err == nil {
-		if fi.IsDir() {
-			f.Close()
-			return nil, fmt.Errorf("%s: is a directory", name)
-		}
-		if fi.Mode().IsRegular() {
-			in.size = fi.Size()
-			in.format, err = segments.Detect(io.NewSectionReader(f, 0, in.size))
-			if err != nil {
-				f.Close()
-				return nil, inputError(name, err)
-			}
-		}
-	}
-	// ds wrap holds an exclusive lock while it writes; a shared lock that
-	// cannot be had means the capture is live.
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); errors.Is(err, syscall.EWOULDBLOCK) {
-		in.live = true
-	} else if err == nil {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	}
-	return in, nil
-}
-
-func (in *input) close() {
-	if in.file != nil {
-		in.file.Close()
-	}
-	if in.store != nil {
-		in.store.Close()
-	}
-	if in.nats != nil {
-		in.nats.close()
-	}
-}
-
-// notCaptureError is an input that holds none of the formats ds reads:
-// the user named the wrong file (exit 2).
-type notCaptureError struct{ name string }
-
-func (e *notCaptureError) Error() string {
-	return e.name + ": not a capture (expected a DSS capture, a DSQ1 stream or legacy envelopes)"
-}
-
-func (e *notCaptureError) Unwrap() error { return segments.ErrNotCapture }
-
-// inputError names the input in an error of reading it.
-func inputError(name string, err error) error {
-	if errors.Is(err, segments.ErrNotCapture) {
-		return &notCaptureError{name}
-	}
-	return fmt.Errorf("%s: %w", name, err)
-}
-
-// damageReporter sits between the reader and a sink: it reports each
-// damaged range once on stderr ("ds: FILE: …"), hides a torn tail of a live
-// capture (it is a record still being written, not damage) and remembers
-// whether anything was damaged.
-type damageReporter struct {
-	segments.Sink
-	in      *input
-	stderr  io.Writer
-	damaged bool
-}
-
-func (d *damageReporter) Damage(offset, end int64, torn bool, err error) {
-	if d.report(offset, end, torn, err) {
-		d.Sink.Damage(offset, end, torn, err)
-	}
-}
-
-// Idle passes segments.Idler on.
-func (d *damageReporter) Idle(quiet bool) {
-	if i, ok := d.Sink.(segments.Idler); ok {
-		i.Idle(quiet)
-	}
-}
-
-// report says on stderr that bytes [offset, end) are damaged, unless they
-// are the torn tail of a live capture; it reports whether they are damage.
-func (d *damageReporter) report(offset, end int64, torn bool, err error) bool {
-	if torn && d.in.live {
-		return false
-	}
-	d.damaged = true
-	if torn {
-		fmt.Fprintf(d.stderr, "ds: %s: torn tail at byte %d (the writer stopped mid-record): %v\n", d.in.name, offset, err)
-	} else {
-		fmt.Fprintf(d.stderr, "ds: %s: bytes %d–%d unreadable, skipped: %v\n", d.in.name, offset, end-1, err)
-	}
-	return true
-}
 
 // limitReadMemory gives the views a soft memory limit (unless GOMEMLIMIT
 // is set): the garbage collector then keeps the heap near what the views
@@ -226,27 +64,17 @@ or user:password@ in the URL; the input is named without them. A server
 that does not answer within 3 s, or has no stream for PREFIX, is an
 error (exit 1).`
 
-// liveIdle is how long a live input (a pipe, a file followed) stays quiet
-// before the partial lines held are shown (segments.ScanOptions.IdleAfter).
-const liveIdle = 300 * time.Millisecond
-
-// dirPoll is how often a directory followed (-f) is listed for new
-// capture files. Listing, rather than fsnotify: no dependency, it works on
-// every file system (NFS and FUSE mounts included, where inotify does
-// not), and a quarter of a second is as soon as tail -f users expect; a
-// listing of a directory of captures costs little.
-const dirPoll = 250 * time.Millisecond
-
 // scanInputs reads the named inputs into the sinks made for them (sinkFor
 // is called once per input; done, if not nil, after each input is read,
-// with input.read set).
+// with its BytesRead set).
 //
-// A name is a capture file, - for stdin, a nats:// URL (a JetStream
-// stream, read as a pipe is: openInputContext), a store (one input per stream,
-// see store.go), or a directory: every capture file in it, in name order
-// (not recursive; hidden files and files that are not captures are
-// skipped, and a directory without any is named on stderr). Every input is read whatever its format (segments.ScanAny: DSS,
-// DSQ1, legacy envelopes); a named file of none is refused (exit 2).
+// The names are expanded and opened by set (sources.Set.Expand,
+// sources.Set.Open): capture files, - for stdin, nats:// URLs (a
+// JetStream stream, read as a pipe is), stores (one input per stream) and
+// directories (every capture file in them, in name order; a directory
+// without any is named on stderr). Every input is read whatever its
+// format (segments.ScanAny: DSS, DSQ1, legacy envelopes); a named file of
+// none is refused (exit 2).
 //
 // One input is scanned directly. Several are merged by time (views.Merge):
 // entries of different inputs interleave, each input's own in order, so a
@@ -254,22 +82,23 @@ const dirPoll = 250 * time.Millisecond
 // input's damage is reported with its name (a shared *views.LogSink gets
 // the name of the input whose damage it prints).
 //
-// With follow (-f), regular DSS files are followed as they grow (a file
-// truncated or replaced is read again from its start, with a note on
-// stderr) and directories are watched for new capture files, until
-// SIGINT or SIGTERM, which end it cleanly, as tail -f follows (a stream
-// that ended may be followed by another, ds wrap --append); stores are
-// polled for new chunks of their streams and for new streams (every
-// dirPoll); a nats:// input is read as its messages arrive; stdin, pipes,
-// DSQ1 and legacy files are read to their end, and with nothing left to
-// follow it returns. Pipes and
-// followed inputs are live: a partial last line shows after liveIdle of
-// quiet, and a quiet input does not hold the merge back.
+// With follow (-f), regular DSS files are followed as they grow
+// (sources.Input.Scan: a file truncated or replaced is read again from
+// its start, with a note on stderr) and directories are watched for new
+// capture files, until SIGINT or SIGTERM, which end it cleanly, as tail
+// -f follows (a stream that ended may be followed by another, ds wrap
+// --append); stores are polled for new chunks of their streams and for
+// new streams (every sources.PollInterval); a nats:// input is read as
+// its messages arrive; stdin, pipes, DSQ1 and legacy files are read to
+// their end, and with nothing left to follow it returns. Pipes and
+// followed inputs are live: a partial last line shows after
+// sources.LiveIdle of quiet, and a quiet input does not hold the merge
+// back.
 //
 // It keeps going past a bad input and returns the worst outcome: an I/O
 // error (exit 1) over an input that is not a capture (exit 2) over
 // damage (exit 3).
-func scanInputs(ctx context.Context, names []string, stdin io.Reader, stderr io.Writer, follow bool, sinkFor func(*input) segments.Sink, done func(*input)) error {
+func scanInputs(ctx context.Context, set *sources.Set, names []string, stdin io.Reader, stderr io.Writer, follow bool, sinkFor func(*sources.Input) segments.Sink, done func(*sources.Input)) error {
 	if len(names) == 0 {
 		return usagef("no input given (name capture files, or - for stdin)")
 	}
@@ -280,50 +109,50 @@ func scanInputs(ctx context.Context, names []string, stdin io.Reader, stderr io.
 		defer stop()
 	}
 	var o outcome
-	paths, dirs := expandInputs(names, follow, stderr, &o)
-	var ins []*input
+	paths, dirs := set.Expand(names, follow, stderr, o.failer(stderr))
+	var ins []*sources.Input
 	live := follow
 	for _, p := range paths {
-		in, err := openInputContext(ctx, p, stdin, follow)
+		in, err := set.Open(ctx, p, stdin, follow)
 		if err != nil {
 			o.fail(stderr, err)
 			continue
 		}
-		if in.store != nil && follow {
-			in.store.follow(ctx)
+		if in.Store != nil && follow {
+			in.Store.Follow(ctx)
 		}
-		live = live || in.size < 0 && in.store == nil
+		live = live || in.Size < 0 && in.Store == nil
 		ins = append(ins, in)
 	}
 	opts := segments.ScanOptions{Follow: follow}
 	if live {
-		opts.IdleAfter = liveIdle
+		opts.IdleAfter = sources.LiveIdle
 	}
-	finish := func(in *input, rep *damageReporter, err error) {
+	finish := func(in *sources.Input, rep *sources.DamageReporter, err error) {
 		if done != nil {
 			done(in)
 		}
-		in.close()
-		if rep.damaged {
+		in.Close()
+		if rep.Damaged {
 			o.damage()
 		}
 		if err != nil && !errors.Is(err, context.Canceled) {
-			o.fail(stderr, inputError(in.name, err))
+			o.fail(stderr, sources.InputError(in.Name, err))
 		}
 	}
 	if len(ins) == 1 && len(dirs) == 0 {
 		in := ins[0]
-		rep := &damageReporter{Sink: sinkFor(in), in: in, stderr: stderr}
-		finish(in, rep, scanOne(ctx, in, opts, rep, stderr))
+		rep := in.Reporter(sinkFor(in), stderr)
+		finish(in, rep, in.Scan(ctx, opts, rep, stderr))
 		return o.status()
 	}
 	if len(ins) == 0 && len(dirs) == 0 {
 		return o.status()
 	}
-	merged := func(in *input) views.MergeInput {
-		rep := &damageReporter{Sink: sinkFor(in), in: in, stderr: stderr}
+	merged := func(in *sources.Input) views.MergeInput {
+		rep := in.Reporter(sinkFor(in), stderr)
 		return views.MergeInput{
-			Scan: func(ctx context.Context, sink segments.Sink) error { return scanOne(ctx, in, opts, sink, stderr) },
+			Scan: func(ctx context.Context, sink segments.Sink) error { return in.Scan(ctx, opts, sink, stderr) },
 			Sink: rep,
 			Done: func(err error) { finish(in, rep, err) },
 		}
@@ -337,19 +166,19 @@ func scanInputs(ctx context.Context, names []string, stdin io.Reader, stderr io.
 		more = make(chan views.MergeInput)
 		go func() {
 			defer close(more)
-			watchDirs(ctx, dirs, func(path string) {
-				in, err := openInput(path, nil)
+			sources.PollWatches(ctx, dirs, func(path string) {
+				in, err := set.Open(context.Background(), path, nil, false)
 				if err != nil {
 					o.fail(stderr, err)
 					return
 				}
-				if in.store != nil {
-					in.store.follow(ctx)
+				if in.Store != nil {
+					in.Store.Follow(ctx)
 				}
 				select {
 				case more <- merged(in):
 				case <-ctx.Done():
-					in.close()
+					in.Close()
 				}
 			})
 		}()
@@ -358,204 +187,12 @@ func scanInputs(ctx context.Context, names []string, stdin io.Reader, stderr io.
 	return o.status()
 }
 
-// scanOne reads one input into sink (segments.ScanAny). With opts.Follow, a
-// regular file is followed (see scanInputs), from opts.Offset, where its
-// read position must be; anything else is read to its end.
-func scanOne(ctx context.Context, in *input, opts segments.ScanOptions, sink segments.Sink, stderr io.Writer) error {
-	cr := &atomicCounter{r: in.r}
-	defer func() { in.read = cr.n.Load() }()
-	if !opts.Follow || in.file == nil || in.size < 0 {
-		opts.Follow = false // as tail -f reads a pipe: to its end
-		return segments.ScanAny(ctx, cr, opts, sink)
-	}
-	ff := &followFile{in: in, off: opts.Offset}
-	cr.r = ff
-	for {
-		err := segments.ScanAny(ctx, cr, opts, sink)
-		var why string
-		switch {
-		case errors.Is(err, errTruncated):
-			why = "truncated"
-		case errors.Is(err, errReplaced):
-			why = "replaced"
-		default:
-			return err
-		}
-		fmt.Fprintf(stderr, "ds: %s: file %s; reading it again from the start\n", in.name, why)
-		f, err := os.Open(in.name)
-		if err != nil {
-			return err
-		}
-		in.file.Close()
-		in.file, in.r = f, f
-		ff.off, opts.Offset = 0, 0
-	}
-}
-
-// Errors of a followed file at its end (followFile.Read).
-var (
-	errTruncated = errors.New("file truncated")
-	errReplaced  = errors.New("file replaced")
-)
-
-// followFile reads a file that grows. At its end it says whether the file
-// was truncated (it is now shorter than what was read) or replaced (the
-// name now leads to another file): errTruncated, errReplaced; otherwise
-// io.EOF, after which a following reader reads again later. A file is
-// followed until the command is interrupted, as tail -f follows: a stream
-// that has ended may be followed by another (ds wrap --append), and an
-// incomplete record at the end is awaited, not reported.
-type followFile struct {
-	in  *input
-	off int64 // file offset of the next byte
-}
-
-func (f *followFile) Read(p []byte) (int, error) {
-	n, err := f.in.file.Read(p)
-	f.off += int64(n)
-	if n > 0 || err != io.EOF {
-		return n, err
-	}
-	cur, err := f.in.file.Stat()
-	if err == nil && cur.Size() < f.off {
-		return 0, errTruncated
-	}
-	if fi, nerr := os.Stat(f.in.name); err == nil && nerr == nil && !os.SameFile(fi, cur) {
-		return 0, errReplaced
-	}
-	return 0, io.EOF
-}
-
-// inputWatch is a directory or a store followed for new inputs.
-type inputWatch interface {
-	// poll returns the names of the inputs that are new since the last
-	// look.
-	poll() []string
-}
-
-// dirWatch is a directory followed for new capture files.
-type dirWatch struct {
-	dir   string
-	known map[string]bool // names listed already
-}
-
-// poll implements inputWatch: a new empty file is left for a later look.
-func (d *dirWatch) poll() []string {
-	found, _ := d.list(true) // a directory gone for now may be back
-	return found
-}
-
-// expandInputs replaces each directory among names by the capture files
-// in it, in name order, and each store by the inputs of its streams (see
-// scanInputs), and with follow returns the directories and stores to
-// watch.
-func expandInputs(names []string, follow bool, stderr io.Writer, o *outcome) ([]string, []inputWatch) {
-	var paths []string
-	var dirs []inputWatch
-	for _, name := range names {
-		fi, err := os.Stat(name)
-		if name == "-" || fleet.IsURL(name) || err != nil || !fi.IsDir() {
-			paths = append(paths, name) // openInput says what is wrong
-			continue
-		}
-		if isStoreDir(name) {
-			found, w, err := expandStore(name)
-			if err != nil {
-				o.fail(stderr, err)
-				continue
-			}
-			paths = append(paths, found...) // none: an empty capture
-			if follow {
-				dirs = append(dirs, w)
-			}
-			continue
-		}
-		d := &dirWatch{dir: name, known: make(map[string]bool)}
-		found, err := d.list(false)
-		if err != nil {
-			o.fail(stderr, err)
-			continue
-		}
-		if len(found) == 0 {
-			fmt.Fprintf(stderr, "ds: %s: no capture in this directory\n", name)
-		}
-		paths = append(paths, found...)
-		if follow {
-			dirs = append(dirs, d)
-		}
-	}
-	return paths, dirs
-}
-
-// expandNames is expandInputs without following, for commands that read
-// their inputs one by one (ds tail, ds info).
-func expandNames(names []string, stderr io.Writer, o *outcome) []string {
-	paths, _ := expandInputs(names, false, stderr, o)
+// expandNames is sources.Set.Expand without following, for commands that
+// read their inputs one by one (ds tail, ds info): a directory or store
+// that cannot be listed is reported on stderr, and counts in o.
+func expandNames(set *sources.Set, names []string, stderr io.Writer, o *outcome) []string {
+	paths, _ := set.Expand(names, false, stderr, o.failer(stderr))
 	return paths
-}
-
-// list returns the capture files of the directory it has not listed
-// before, in name order: regular files (or links to them) whose name does
-// not start with a dot, that are empty or hold a format ds reads. With
-// waitEmpty, an empty file is left for a later listing.
-func (d *dirWatch) list(waitEmpty bool) ([]string, error) {
-	entries, err := os.ReadDir(d.dir)
-	if err != nil {
-		return nil, err
-	}
-	var found []string
-	for _, e := range entries {
-		name := e.Name()
-		if d.known[name] || strings.HasPrefix(name, ".") {
-			continue
-		}
-		path := filepath.Join(d.dir, name)
-		fi, err := os.Stat(path)
-		if err != nil || !fi.Mode().IsRegular() {
-			d.known[name] = err == nil
-			continue
-		}
-		if fi.Size() == 0 && waitEmpty {
-			continue
-		}
-		d.known[name] = true
-		if isCapture(path) {
-			found = append(found, path)
-		}
-	}
-	return found, nil
-}
-
-// isCapture reports whether the file at path holds a format ds reads (or
-// cannot be read: opening it again will say why).
-func isCapture(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return true
-	}
-	defer f.Close()
-	_, err = segments.Detect(f)
-	return !errors.Is(err, segments.ErrNotCapture)
-}
-
-// watchDirs lists the directories and stores every dirPoll until ctx
-// ends, and calls add with each new input. A new empty file is taken once
-// it has its first bytes (ds wrap creates its file before it writes).
-func watchDirs(ctx context.Context, dirs []inputWatch, add func(path string)) {
-	t := time.NewTicker(dirPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		for _, d := range dirs {
-			for _, path := range d.poll() {
-				add(path)
-			}
-		}
-	}
 }
 
 // outcome is the worst outcome of a view's inputs so far; it is safe for
@@ -571,11 +208,17 @@ func (o *outcome) fail(stderr io.Writer, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var ue *usageError
-	if errors.Is(err, segments.ErrNotCapture) || errors.As(err, &ue) { // a bad nats:// URL
+	var bad *sources.URLError
+	if errors.Is(err, segments.ErrNotCapture) || errors.As(err, &ue) || errors.As(err, &bad) { // a bad nats:// URL
 		o.notCapture = true
 	} else {
 		o.failed = true
 	}
+}
+
+// failer returns fail reporting on stderr, for sources.Set.Expand.
+func (o *outcome) failer(stderr io.Writer) func(error) {
+	return func(err error) { o.fail(stderr, err) }
 }
 
 func (o *outcome) damage() {
@@ -628,32 +271,32 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 // until SIGINT or SIGTERM (see scanInputs).
 // Directories are watched for new capture files, printed from their
 // start; a store's streams are followed as they grow, and the store is
-// watched for new streams, printed from their start (see store.go).
-func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, stderr io.Writer, opts views.TailOptions) error {
+// watched for new streams, printed from their start (sources.StreamReader).
+func tailFollow(ctx context.Context, set *sources.Set, names []string, stdin io.Reader, stdout, stderr io.Writer, opts views.TailOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stderr = &lockedWriter{w: stderr}
 	var o outcome
-	paths, dirs := expandInputs(names, true, stderr, &o)
+	paths, dirs := set.Expand(names, true, stderr, o.failer(stderr))
 	out := &tailOut{w: stdout, multi: len(paths) > 1 || len(dirs) > 0}
 	lines := max(opts.Lines, 1) // -n 0: nothing, but the point to follow from
 	var wg sync.WaitGroup
-	follow := func(in *input, sink *views.LogSink, from int64) {
+	follow := func(in *sources.Input, sink *views.LogSink, from int64) {
 		defer wg.Done()
-		defer in.close()
-		rep := &damageReporter{Sink: sink, in: in, stderr: stderr}
+		defer in.Close()
+		rep := in.Reporter(sink, stderr)
 		var err error
-		if _, err = in.file.Seek(from, io.SeekStart); err == nil {
-			in.r = in.file
-			err = scanOne(ctx, in, segments.ScanOptions{Follow: true, Offset: from, IdleAfter: liveIdle}, rep, stderr)
+		if _, err = in.File.Seek(from, io.SeekStart); err == nil {
+			in.R = in.File
+			err = in.Scan(ctx, segments.ScanOptions{Follow: true, Offset: from, IdleAfter: sources.LiveIdle}, rep, stderr)
 		}
 		sink.A.Flush()
 		sink.P.Close()
-		if rep.damaged {
+		if rep.Damaged {
 			o.damage()
 		}
 		if err != nil && !errors.Is(err, context.Canceled) {
-			o.fail(stderr, inputError(in.name, err))
+			o.fail(stderr, sources.InputError(in.Name, err))
 		}
 	}
 	storeDone := func(damaged bool, err error) {
@@ -666,18 +309,18 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 		}
 	}
 	for _, p := range paths {
-		w := &tailOutWriter{o: out, name: inputName(p), mute: opts.Lines == 0}
+		w := &tailOutWriter{o: out, name: sources.InputName(p), mute: opts.Lines == 0}
 		one := opts
 		one.Lines = lines
 		if fleet.IsURL(p) {
 			// A JetStream stream: its last lines, then its new messages.
-			src, err := openNATS(ctx, p)
+			src, err := set.OpenNATS(p)
 			if err != nil {
 				o.fail(stderr, err) // no header for it
 				continue
 			}
 			if err := out.header(w.name); err != nil {
-				src.close()
+				src.Close()
 				return writeErr(err)
 			}
 			d, cur, last, err := tailNATS(ctx, src, w, stderr, one)
@@ -685,7 +328,7 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 				o.damage()
 			}
 			if err != nil {
-				src.close()
+				src.Close()
 				if !errors.Is(err, context.Canceled) && !isEPIPE(err) {
 					o.fail(stderr, err)
 				}
@@ -708,12 +351,12 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 		if err := out.header(p); err != nil {
 			return writeErr(err)
 		}
-		in, err := openInput(p, stdin)
+		in, err := set.Open(context.Background(), p, stdin, false)
 		if err != nil {
 			o.fail(stderr, err)
 			continue
 		}
-		if in.store != nil {
+		if in.Store != nil {
 			// A stream of a store: its last lines, then what comes.
 			wg.Add(1)
 			d, err := tailStore(ctx, in, w, stderr, one, storeDone)
@@ -732,7 +375,7 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 			// Stdin, a pipe, an import: read to the end, as tail -f does
 			// a pipe.
 			d, _, err := tailStream(ctx, in, w, stderr, one)
-			in.close()
+			in.Close()
 			if d {
 				o.damage()
 			}
@@ -748,7 +391,7 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 		}
 		w.mute = false
 		if err != nil || stats.Sink == nil {
-			in.close()
+			in.Close()
 			if err != nil && !errors.Is(err, context.Canceled) {
 				o.fail(stderr, err)
 			}
@@ -758,21 +401,21 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 		go follow(in, stats.Sink, stats.Resume)
 	}
 	if len(dirs) > 0 {
-		watchDirs(ctx, dirs, func(path string) {
-			in, err := openInput(path, nil)
+		sources.PollWatches(ctx, dirs, func(path string) {
+			in, err := set.Open(context.Background(), path, nil, false)
 			if err != nil {
 				o.fail(stderr, err)
 				return
 			}
-			if in.format != segments.InputDSS && in.format != segments.InputEmpty {
-				in.close()
+			if in.Format != segments.InputDSS && in.Format != segments.InputEmpty {
+				in.Close()
 				return
 			}
 			sink := views.NewLogSink(views.NewPrinter(&tailOutWriter{o: out, name: path}, opts.Log), opts.Log.Window)
 			sink.File = path
 			wg.Add(1)
-			if in.store != nil {
-				go followStore(ctx, in, &damageReporter{Sink: sink, in: in, stderr: stderr}, storeDone)
+			if in.Store != nil {
+				go followStore(ctx, in, in.Reporter(sink, stderr), storeDone)
 				return
 			}
 			go follow(in, sink, 0)
@@ -790,13 +433,13 @@ func tailFollow(ctx context.Context, names []string, stdin io.Reader, stdout, st
 // (every message, when last is 0: the stream was empty), after cursor
 // (what was printed already), as they arrive, until ctx ends. It closes
 // src, and says whether what it read was damaged.
-func followNATS(ctx context.Context, src *natsSource, w io.Writer, stderr io.Writer, opts views.LogOptions, cursor views.Cursor, last uint64) (bool, error) {
-	defer src.close()
+func followNATS(ctx context.Context, src *sources.NATS, w io.Writer, stderr io.Writer, opts views.LogOptions, cursor segments.Cursor, last uint64) (bool, error) {
+	defer src.Close()
 	start := uint64(0)
 	if last > 0 {
 		start = last + 1
 	}
-	r, err := src.reader(ctx, fleet.ReaderOptions{Follow: true, StartSeq: start})
+	r, err := src.Reader(ctx, fleet.ReaderOptions{Follow: true, StartSeq: start})
 	if err != nil {
 		return false, err
 	}
@@ -810,17 +453,17 @@ func followNATS(ctx context.Context, src *natsSource, w io.Writer, stderr io.Wri
 	// Read from part-way: a stream whose earlier messages were not read
 	// starts where reading does.
 	sink := partialLogSink(p, opts.Window)
-	sink.File = src.t.Display
-	rep := &damageReporter{Sink: sink, in: &input{name: src.t.Display, size: -1}, stderr: stderr}
-	err = segments.ScanAny(ctx, r, segments.ScanOptions{IdleAfter: liveIdle}, rep)
+	sink.File = src.Name()
+	rep := &sources.DamageReporter{Sink: sink, Name: src.Name(), Warn: stderr}
+	err = segments.ScanAny(ctx, r, segments.ScanOptions{IdleAfter: sources.LiveIdle}, rep)
 	sink.A.Flush()
 	if cerr := p.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
 	if err != nil && !errors.Is(err, context.Canceled) && !isEPIPE(err) {
-		return rep.damaged, inputError(src.t.Display, err)
+		return rep.Damaged, sources.InputError(src.Name(), err)
 	}
-	return rep.damaged, nil
+	return rep.Damaged, nil
 }
 
 // tailOut is the output of ds tail -f: the printers of several inputs
@@ -904,134 +547,31 @@ func (c *atomicCounter) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// natsSource is a nats:// input of a view: a connection to the server and
-// the target (fleet.Target: servers, prefix, and Display, the URL without
-// credentials, which names the input everywhere). Its readers
-// (fleet.NewReader) deliver the JetStream stream's messages concatenated,
-// a DSS capture that the views read as they read stdin.
-type natsSource struct {
-	nc    *nats.Conn
-	t     fleet.Target
-	nodes []frames.NodeID // the nodes read (--node, --stream); none: all
-	rc    io.ReadCloser   // the last reader opened
-}
-
-// openNATS connects to the target of a nats:// (or tls://) input, with
-// the credentials and node selection in ctx (withNATSInputs), and checks
-// that JetStream has a stream for its prefix. A URL that does not parse is
-// a *usageError (exit 2); a server that does not answer within 3 s, that
-// refuses the credentials, or has no stream, an error naming the target
-// (exit 1). Credentials are never in an error.
-func openNATS(ctx context.Context, url string) (*natsSource, error) {
-	ni := natsInputsFrom(ctx)
-	nc, t, err := dialNATS(url, ni.auth, "ds view", false, io.Discard)
-	if err != nil {
-		return nil, err
-	}
-	if err := fleet.CheckStreamIfConnected(nc, t); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	return &natsSource{nc: nc, t: t, nodes: ni.nodes}, nil
-}
-
-// reader opens a reader of the stream's messages (the nodes of s only),
-// closing the one opened before. It ends (io.EOF) after the last message
-// stored when it was opened, unless o.Follow; it ends with ctx, or at
-// close, with ctx's error.
-func (s *natsSource) reader(ctx context.Context, o fleet.ReaderOptions) (io.Reader, error) {
-	if s.rc != nil {
-		s.rc.Close()
-		s.rc = nil
-	}
-	o.Nodes = s.nodes
-	rc, err := fleet.NewReader(ctx, s.nc, s.t, o)
-	if err != nil {
-		return nil, err
-	}
-	s.rc = rc
-	return rc, nil
-}
-
-// seqs returns the first and last sequence numbers of the JetStream
-// stream (0, 0 when it holds no message).
-func (s *natsSource) seqs(ctx context.Context) (first, last uint64, err error) {
-	js, err := jetstream.New(s.nc)
-	if err != nil {
-		return 0, 0, err
-	}
-	name, err := fleet.FindStream(ctx, js, s.t)
-	if err != nil {
-		return 0, 0, err
-	}
-	st, err := js.Stream(ctx, name)
-	if err != nil {
-		return 0, 0, fmt.Errorf("%s: stream %s: %w", s.t.Display, name, err)
-	}
-	state := st.CachedInfo().State
-	if state.Msgs == 0 {
-		return 0, 0, nil
-	}
-	return state.FirstSeq, state.LastSeq, nil
-}
-
-func (s *natsSource) close() {
-	if s.rc != nil {
-		s.rc.Close()
-	}
-	s.nc.Close()
-}
-
-// natsInputs says how a view opens its nats:// inputs.
-type natsInputs struct {
-	auth  fleet.Auth
-	nodes []frames.NodeID // the nodes --node and --stream name; none: all
-}
-
-type natsInputsKey struct{}
-
-// withNATSInputs returns ctx telling openNATS how command c opens nats://
-// inputs: the credentials of its --nats-* flags (natsFlags), and the nodes
-// its --node and --stream flags select, so that only their subjects are
-// read (the views still apply every filter). A view whose action does not
-// call it reads nats:// inputs with $DS_NATS_CREDS and $DS_NATS_TOKEN only,
-// every node.
-func withNATSInputs(ctx context.Context, c *cli.Command) (context.Context, error) {
+// newSources returns the inputs of command c: nats:// inputs are opened
+// with the credentials of its --nats-* flags (natsFlags), and only the
+// subjects of the nodes its --node and --stream flags select are read (the
+// views still apply every filter). A bad flag is a *usageError.
+func newSources(c *cli.Command) (*sources.Set, error) {
 	auth, err := natsAuthFrom(c)
 	if err != nil {
-		return ctx, err
+		return nil, err
 	}
-	ni := natsInputs{auth: auth}
+	o := sources.NATSOptions{Auth: auth}
 	for _, n := range c.StringSlice("node") {
-		ni.nodes = append(ni.nodes, frames.NodeID(n))
+		o.Nodes = append(o.Nodes, frames.NodeID(n))
 	}
 	for _, s := range c.StringSlice("stream") {
-		if id, err := frames.ParseStreamID(s); err == nil && !slices.Contains(ni.nodes, id.Node) {
-			ni.nodes = append(ni.nodes, id.Node) // a bad one is readSelection's to report
+		if id, err := frames.ParseStreamID(s); err == nil && !slices.Contains(o.Nodes, id.Node) {
+			o.Nodes = append(o.Nodes, id.Node) // a bad one is readSelection's to report
 		}
 	}
-	return context.WithValue(ctx, natsInputsKey{}, ni), nil
+	return sources.NewSet(sources.Options{NATS: o}), nil
 }
 
-// natsInputsFrom returns what withNATSInputs put in ctx, or the
-// credentials of the environment.
-func natsInputsFrom(ctx context.Context) natsInputs {
-	ni, ok := ctx.Value(natsInputsKey{}).(natsInputs)
-	if !ok {
-		ni.auth = fleet.Auth{CredsFile: os.Getenv("DS_NATS_CREDS"), Token: os.Getenv("DS_NATS_TOKEN")}
-	}
-	return ni
-}
-
-// inputName is how a view names an input in its output: a nats:// URL
-// without its credentials (its Display; a URL that does not parse is an
-// error before anything is printed, openNATS), any other name as given.
-func inputName(name string) string {
-	if !fleet.IsURL(name) {
-		return name
-	}
-	if t, err := fleet.ParseTarget(name); err == nil {
-		return t.Display
-	}
-	return fleet.Redact(name)
+// envSources returns the inputs of a command without --nats-* flags: its
+// nats:// inputs are read with $DS_NATS_CREDS and $DS_NATS_TOKEN only,
+// every node.
+func envSources() *sources.Set {
+	auth := fleet.Auth{CredsFile: os.Getenv("DS_NATS_CREDS"), Token: os.Getenv("DS_NATS_TOKEN")}
+	return sources.NewSet(sources.Options{NATS: sources.NATSOptions{Auth: auth}})
 }

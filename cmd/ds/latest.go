@@ -11,6 +11,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/sources"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -58,7 +59,7 @@ are still printed. Exit status 3 when an input is damaged.`,
 
 func latestAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
-	ctx, err := withNATSInputs(ctx, c)
+	set, err := newSources(c)
 	if err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ func latestAction(ctx context.Context, c *cli.Command) error {
 	}
 	root := c.Root()
 	l := views.NewLatest(views.LatestOptions{Channels: channelFilters(patterns)})
-	err = scanInputs(ctx, names, root.Reader, root.ErrWriter, false, func(*input) segments.Sink { return ss.wrap(l) }, nil)
+	err = scanInputs(ctx, set, names, root.Reader, root.ErrWriter, false, func(*sources.Input) segments.Sink { return ss.wrap(l) }, nil)
 	ss.warn(root.ErrWriter)
 	l.Flush()
 	write := views.WriteLatestText

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/sources"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -143,7 +144,7 @@ first. A capture that ds wrap is still writing is read to its current end.`,
 
 func logAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
-	ctx, err := withNATSInputs(ctx, c)
+	set, err := newSources(c)
 	if err != nil {
 		return err
 	}
@@ -159,7 +160,7 @@ func logAction(ctx context.Context, c *cli.Command) error {
 		return colorErr
 	}
 	root := c.Root()
-	p, err := printLog(ctx, c, opts, c.Args().Slice(), c.Bool("follow"))
+	p, err := printLog(ctx, set, c, opts, c.Args().Slice(), c.Bool("follow"))
 	if p == nil {
 		return err
 	}
@@ -174,15 +175,15 @@ func logAction(ctx context.Context, c *cli.Command) error {
 // printLog prints the merged log of the named inputs as ds log does, with
 // its warnings, and returns the printer (nil when the output failed: a
 // closed pipe is then no error) and the worst outcome of the inputs.
-func printLog(ctx context.Context, c *cli.Command, opts views.LogOptions, names []string, follow bool) (*views.Printer, error) {
+func printLog(ctx context.Context, set *sources.Set, c *cli.Command, opts views.LogOptions, names []string, follow bool) (*views.Printer, error) {
 	root := c.Root()
 	p := views.NewPrinter(root.Writer, opts)
-	expectStreams(p, names)
+	expectStreams(set, p, names)
 	sink := views.NewLogSink(p, 0)
 	// sinkFor may run in another goroutine (a followed directory): it
 	// must not touch the shared sink.
-	err := scanInputs(ctx, names, root.Reader, root.ErrWriter, follow, func(in *input) segments.Sink {
-		return inputLogSink{sink, in.name}
+	err := scanInputs(ctx, set, names, root.Reader, root.ErrWriter, follow, func(in *sources.Input) segments.Sink {
+		return inputLogSink{sink, in.Name}
 	}, nil)
 	sink.A.Flush()
 	if cerr := p.Close(); cerr != nil {
@@ -253,7 +254,7 @@ func readLogFormat(c *cli.Command, opts *views.LogOptions) error {
 }
 
 // showCursor writes the cursor line of --show-cursor.
-func showCursor(w io.Writer, cur views.Cursor, format views.LogFormat) error {
+func showCursor(w io.Writer, cur segments.Cursor, format views.LogFormat) error {
 	var err error
 	switch format {
 	case views.FormatJSON:

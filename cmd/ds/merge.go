@@ -20,6 +20,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/capture"
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/sources"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -148,6 +149,7 @@ type mergeJob struct {
 	recover   bool
 	opts      segments.MergeOptions
 	sel       *views.MergeSelection
+	set       *sources.Set // the stores read
 	stdin     io.Reader
 	stdout    io.Writer
 	stderr    io.Writer
@@ -158,7 +160,7 @@ func readMergeJob(c *cli.Command) (*mergeJob, error) {
 	root := c.Root()
 	j := &mergeJob{
 		out: c.String("output"), overwrite: c.Bool("overwrite"), quiet: c.Bool("quiet"),
-		stdin: root.Reader, stdout: root.Writer, stderr: root.ErrWriter,
+		set: envSources(), stdin: root.Reader, stdout: root.Writer, stderr: root.ErrWriter,
 	}
 	if j.out == "" {
 		return nil, usagef("no output given: -o OUT (a file, or - for stdout)")
@@ -226,7 +228,7 @@ func (j *mergeJob) run(ctx context.Context, names []string) error {
 		debug.SetGCPercent(50)
 	}
 	var o outcome
-	names = expandNames(names, j.stderr, &o)
+	names = expandNames(j.set, names, j.stderr, &o)
 	if o.failedInput() {
 		return o.status()
 	}
@@ -414,9 +416,9 @@ func (j *mergeJob) inputs(names []string) ([]segments.MergeInput, int64) {
 	var ins []segments.MergeInput
 	total := int64(0)
 	for _, name := range names {
-		ins = append(ins, segments.MergeInput{Name: name, Open: func() (io.ReadCloser, error) { return openMergeInput(name, j.stdin) }})
+		ins = append(ins, segments.MergeInput{Name: name, Open: func() (io.ReadCloser, error) { return openMergeInput(j.set, name, j.stdin) }})
 		switch fi, err := os.Stat(name); {
-		case name == "-" || isStoreInput(name):
+		case name == "-" || j.set.IsStream(name):
 			total = -1 // a pipe, or a store's stream: size unknown
 		case err == nil && fi.Mode().IsRegular() && total >= 0:
 			total += fi.Size()
@@ -426,13 +428,13 @@ func (j *mergeJob) inputs(names []string) ([]segments.MergeInput, int64) {
 }
 
 // openMergeInput opens an input of ds merge: "-" is stdin, a store
-// input's name its stream (see store.go), anything else a file.
-func openMergeInput(name string, stdin io.Reader) (io.ReadCloser, error) {
+// input's name its stream (sources.Set.Stream), anything else a file.
+func openMergeInput(set *sources.Set, name string, stdin io.Reader) (io.ReadCloser, error) {
 	if name == "-" {
 		return io.NopCloser(stdin), nil
 	}
-	if ref, ok := lookupStoreInput(name); ok {
-		return newStoreReader(ref), nil
+	if ref, ok := set.Stream(name); ok {
+		return ref.NewReader(), nil
 	}
 	f, err := os.Open(name)
 	if err != nil {

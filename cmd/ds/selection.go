@@ -109,7 +109,7 @@ func readSelection(c *cli.Command) (views.Selection, error) {
 		}
 	}
 	if s := c.String("after"); s != "" {
-		cur, err := views.ParseCursor(s)
+		cur, err := segments.ParseCursor(s)
 		if err != nil {
 			return sel, usagef("--after: %v", err)
 		}

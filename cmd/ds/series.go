@@ -10,6 +10,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/sources"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -91,7 +92,7 @@ printed first.`,
 
 func seriesAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
-	ctx, err := withNATSInputs(ctx, c)
+	set, err := newSources(c)
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func seriesAction(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	err = scanInputs(ctx, args[1:], root.Reader, root.ErrWriter, false, func(*input) segments.Sink { return ss.wrap(s) }, nil)
+	err = scanInputs(ctx, set, args[1:], root.Reader, root.ErrWriter, false, func(*sources.Input) segments.Sink { return ss.wrap(s) }, nil)
 	ss.warn(root.ErrWriter)
 	if cerr := s.Close(); cerr != nil {
 		if isEPIPE(cerr) {

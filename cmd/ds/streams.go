@@ -10,6 +10,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/sources"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -19,10 +20,10 @@ import (
 // (views.Printer.Expect). Stdin, pipes and inputs whose headers cannot all
 // be found cheaply leave the printer to turn the column on at the first
 // line of a second stream.
-func expectStreams(p *views.Printer, names []string) {
+func expectStreams(set *sources.Set, p *views.Printer, names []string) {
 	var ids []frames.StreamID
 	for _, name := range names {
-		found, ok := fileStreams(name)
+		found, ok := fileStreams(set, name)
 		if !ok {
 			// Unknown: a column only if what is known already needs one.
 			if len(ids) > 1 {
@@ -47,16 +48,16 @@ const streamsBudget = 4 << 20
 // streams of a store or of a store input (from the store's listing); ok
 // is false when that cannot be done within streamsBudget or name is not
 // a file.
-func fileStreams(name string) (ids []frames.StreamID, ok bool) {
-	if ref, isStore := lookupStoreInput(name); isStore {
-		return []frames.StreamID{ref.id}, true
+func fileStreams(set *sources.Set, name string) (ids []frames.StreamID, ok bool) {
+	if ref, isStore := set.Stream(name); isStore {
+		return []frames.StreamID{ref.ID}, true
 	}
-	if isStoreDir(name) {
-		src, err := openStoreSrc(name)
+	if sources.IsStore(name) {
+		src, err := set.OpenStore(name)
 		if err != nil {
 			return nil, true // reported when read
 		}
-		streams, err := src.streams(0)
+		streams, err := src.Streams(0)
 		if err != nil {
 			return nil, false
 		}
@@ -77,8 +78,8 @@ func fileStreams(name string) (ids []frames.StreamID, ok bool) {
 // (or directory) that the summaries of its segments give, within
 // streamsBudget of reads: the cursor of having read it all. Streams whose
 // segments have no summary are left out.
-func fileCursor(name string) views.Cursor {
-	cur := views.Cursor{}
+func fileCursor(name string) segments.Cursor {
+	cur := segments.Cursor{}
 	walkSpans(name, func(sp segments.Span) {
 		if sp.Header == nil || sp.Summary == nil || sp.Summary.Last == nil {
 			return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/sources"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -104,7 +105,7 @@ Exit status 3 when what was read of an input is damaged.`,
 
 func tailAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
-	ctx, err := withNATSInputs(ctx, c)
+	set, err := newSources(c)
 	if err != nil {
 		return err
 	}
@@ -129,35 +130,35 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 	root := c.Root()
 	cursorFile := c.String("cursor-file")
 	if c.IsSet("consumer") {
-		return consumerAction(ctx, c, opts.Log, c.Args().Slice())
+		return consumerAction(ctx, set, c, opts.Log, c.Args().Slice())
 	}
 	if c.Bool("follow") && cursorFile == "" {
-		return tailFollow(ctx, names, root.Reader, root.Writer, root.ErrWriter, opts)
+		return tailFollow(ctx, set, names, root.Reader, root.Writer, root.ErrWriter, opts)
 	}
 	var o outcome
-	names = expandNames(names, root.ErrWriter, &o) // a directory: its captures
+	names = expandNames(set, names, root.ErrWriter, &o) // a directory: its captures
 	// resume prints everything after the cursor saved, following the
 	// inputs with -f, and saves the new cursor after the output.
-	resume := func(saved views.Cursor) error {
+	resume := func(saved segments.Cursor) error {
 		o := opts.Log
-		o.Select.After = views.Cursor{}
+		o.Select.After = segments.Cursor{}
 		for id, pos := range saved {
 			o.Select.After[id] = pos
 		}
 		for id, pos := range opts.Log.Select.After { // --after wins
 			o.Select.After[id] = pos
 		}
-		p, err := printLog(ctx, c, o, names, c.Bool("follow"))
+		p, err := printLog(ctx, set, c, o, names, c.Bool("follow"))
 		if p == nil {
 			return err // the output failed: the cursor stays
 		}
-		if werr := writeCursorFile(cursorFile, p.Cursor()); werr != nil {
+		if werr := sources.WriteCursorFile(cursorFile, p.Cursor()); werr != nil {
 			return werr
 		}
 		return err
 	}
 	if cursorFile != "" {
-		saved, ok, err := readCursorFile(cursorFile)
+		saved, ok, err := sources.ReadCursorFile(cursorFile)
 		if err != nil {
 			return err
 		}
@@ -165,19 +166,19 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 			return resume(saved)
 		}
 	}
-	cursor := views.Cursor{}
+	cursor := segments.Cursor{}
 	headers := 0
 	for _, name := range names {
 		// A nats:// input is connected to before its header, as a file
 		// is looked for (src is nil for any other input).
-		var src *natsSource
+		var src *sources.NATS
 		if fleet.IsURL(name) {
 			var err error
-			if src, err = openNATS(ctx, name); err != nil {
+			if src, err = set.OpenNATS(name); err != nil {
 				o.fail(root.ErrWriter, err) // no header for it
 				continue
 			}
-		} else if name != "-" && !isStoreInput(name) {
+		} else if name != "-" && !set.IsStream(name) {
 			if _, err := os.Stat(name); err != nil {
 				o.fail(root.ErrWriter, err) // as tail(1): no header for it
 				continue
@@ -189,7 +190,7 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 				sep = ""
 			}
 			headers++
-			if _, err := fmt.Fprintf(root.Writer, "%s==> %s <==\n", sep, inputName(name)); err != nil {
+			if _, err := fmt.Fprintf(root.Writer, "%s==> %s <==\n", sep, sources.InputName(name)); err != nil {
 				return writeErr(err)
 			}
 		}
@@ -197,28 +198,28 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 		var err error
 		if n == 0 && cursorFile == "" {
 			if src == nil {
-				err = probeInput(name, root.Reader) // as tail(1): nothing to print
+				err = probeInput(set, name, root.Reader) // as tail(1): nothing to print
 			}
 		} else if n == 0 {
 			// Nothing to print, but the cursor of the end to save: the
 			// next run starts from here.
-			var cur views.Cursor
+			var cur segments.Cursor
 			one := opts
 			one.Lines = 1
-			d, cur, err = tailOne(ctx, name, src, root.Reader, io.Discard, root.ErrWriter, one)
-			mergeCursor(cursor, endCursor(ctx, name, src, opts.Log))
-			mergeCursor(cursor, cur)
+			d, cur, err = tailOne(ctx, set, name, src, root.Reader, io.Discard, root.ErrWriter, one)
+			cursor.Merge(endCursor(ctx, name, src, opts.Log))
+			cursor.Merge(cur)
 		} else {
-			var cur views.Cursor
-			d, cur, err = tailOne(ctx, name, src, root.Reader, root.Writer, root.ErrWriter, opts)
+			var cur segments.Cursor
+			d, cur, err = tailOne(ctx, set, name, src, root.Reader, root.Writer, root.ErrWriter, opts)
 			if cursorFile != "" && err == nil {
 				// Streams that ended before the last lines are read too.
-				mergeCursor(cursor, endCursor(ctx, name, src, opts.Log))
+				cursor.Merge(endCursor(ctx, name, src, opts.Log))
 			}
-			mergeCursor(cursor, cur)
+			cursor.Merge(cur)
 		}
 		if src != nil {
-			src.close()
+			src.Close()
 		}
 		if d {
 			o.damage()
@@ -234,7 +235,7 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 		return o.status()
 	}
 	if cursorFile != "" {
-		if err := writeCursorFile(cursorFile, cursor); err != nil {
+		if err := sources.WriteCursorFile(cursorFile, cursor); err != nil {
 			return err
 		}
 		if c.Bool("follow") {
@@ -251,7 +252,7 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 
 // consumerAction is ds tail --consumer NAME STORE…: the checks of its
 // command line, then tailConsumer.
-func consumerAction(ctx context.Context, c *cli.Command, opts views.LogOptions, names []string) error {
+func consumerAction(ctx context.Context, set *sources.Set, c *cli.Command, opts views.LogOptions, names []string) error {
 	name := c.String("consumer")
 	switch {
 	case name == "":
@@ -264,7 +265,7 @@ func consumerAction(ctx context.Context, c *cli.Command, opts views.LogOptions, 
 		return usagef("tail: --consumer -f prints everything after the cursor, then follows: -n does not apply")
 	}
 	for _, n := range names {
-		if !isStoreDir(n) {
+		if !sources.IsStore(n) {
 			return usagef("tail: --consumer reads stores: %s is not a store (a directory ds ingest made)", n)
 		}
 	}
@@ -273,14 +274,14 @@ func consumerAction(ctx context.Context, c *cli.Command, opts views.LogOptions, 
 		limit = int(c.Int("lines"))
 	}
 	root := c.Root()
-	return tailConsumer(ctx, name, opts, names, limit, c.Bool("follow"), root.Reader, root.Writer, root.ErrWriter)
+	return tailConsumer(ctx, set, name, opts, names, limit, c.Bool("follow"), root.Reader, root.Writer, root.ErrWriter)
 }
 
 // probeInput reports an input that cannot be opened.
-func probeInput(name string, stdin io.Reader) error {
-	in, err := openInput(name, stdin)
+func probeInput(set *sources.Set, name string, stdin io.Reader) error {
+	in, err := set.Open(context.Background(), name, stdin, false)
 	if err == nil {
-		in.close()
+		in.Close()
 	}
 	return err
 }
@@ -288,16 +289,16 @@ func probeInput(name string, stdin io.Reader) error {
 // tailOne prints the tail of one input (src, when it is a nats:// input)
 // and says whether what it read was damaged, and the cursor of what it
 // read.
-func tailOne(ctx context.Context, name string, src *natsSource, stdin io.Reader, stdout, stderr io.Writer, opts views.TailOptions) (bool, views.Cursor, error) {
+func tailOne(ctx context.Context, set *sources.Set, name string, src *sources.NATS, stdin io.Reader, stdout, stderr io.Writer, opts views.TailOptions) (bool, segments.Cursor, error) {
 	if src != nil {
 		d, cur, _, err := tailNATS(ctx, src, stdout, stderr, opts)
 		return d, cur, err
 	}
-	in, err := openInput(name, stdin)
+	in, err := set.Open(context.Background(), name, stdin, false)
 	if err != nil {
 		return false, nil, err
 	}
-	defer in.close()
+	defer in.Close()
 	if !readsFromEnd(in) {
 		// A pipe, a DSQ1 stream, legacy envelopes: read it all, keeping
 		// the last lines.
@@ -309,32 +310,32 @@ func tailOne(ctx context.Context, name string, src *natsSource, stdin io.Reader,
 
 // readsFromEnd reports whether ds tail can read in from its end: a DSS
 // capture file (or an empty one), not a pipe or an import.
-func readsFromEnd(in *input) bool {
-	return in.file != nil && in.size >= 0 && (in.format == segments.InputDSS || in.format == segments.InputEmpty) && !outOfOrder(in.name)
+func readsFromEnd(in *sources.Input) bool {
+	return in.File != nil && in.Size >= 0 && (in.Format == segments.InputDSS || in.Format == segments.InputEmpty) && !outOfOrder(in.Name)
 }
 
 // tailFile prints the tail of a capture file read from its end
 // (views.Tail), reports its damage on stderr, and says whether there was
 // any.
-func tailFile(ctx context.Context, in *input, opts views.TailOptions, w, stderr io.Writer) (views.TailStats, bool, error) {
-	opts.File, opts.Live = in.name, in.live
-	stats, err := views.Tail(ctx, in.file, in.size, opts, w)
+func tailFile(ctx context.Context, in *sources.Input, opts views.TailOptions, w, stderr io.Writer) (views.TailStats, bool, error) {
+	opts.File, opts.Live = in.Name, in.Live
+	stats, err := views.Tail(ctx, in.File, in.Size, opts, w)
 	if os.Getenv("DS_READ_STATS") != "" {
 		// A test hook: what reading from the end cost, in bytes.
-		fmt.Fprintf(stderr, "ds: %s: read %d of %d bytes\n", in.name, stats.BytesRead, in.size)
+		fmt.Fprintf(stderr, "ds: %s: read %d of %d bytes\n", in.Name, stats.BytesRead, in.Size)
 	}
-	rep := &damageReporter{in: in, stderr: stderr}
+	rep := in.Reporter(nil, stderr)
 	for _, d := range stats.Damage {
-		rep.report(d.Offset, d.End, d.Torn, d.Err)
+		rep.Report(d.Offset, d.End, d.Torn, d.Err)
 	}
 	if err != nil {
-		return stats, rep.damaged, inputError(in.name, err)
+		return stats, rep.Damaged, sources.InputError(in.Name, err)
 	}
-	return stats, rep.damaged, nil
+	return stats, rep.Damaged, nil
 }
 
 // tailStream is tail of an input that cannot be read from its end.
-func tailStream(ctx context.Context, in *input, stdout, stderr io.Writer, opts views.TailOptions) (bool, views.Cursor, error) {
+func tailStream(ctx context.Context, in *sources.Input, stdout, stderr io.Writer, opts views.TailOptions) (bool, segments.Cursor, error) {
 	ring, cur, damaged, err := tailRing(ctx, in, stderr, opts, false)
 	if err != nil {
 		return damaged, nil, err
@@ -346,24 +347,24 @@ func tailStream(ctx context.Context, in *input, stdout, stderr io.Writer, opts v
 // ds log prints them, the cursor of what it read, and whether it was
 // damaged (reported on stderr). partial says that in is read from
 // part-way (partialLogSink).
-func tailRing(ctx context.Context, in *input, stderr io.Writer, opts views.TailOptions, partial bool) (*views.LineRing, views.Cursor, bool, error) {
+func tailRing(ctx context.Context, in *sources.Input, stderr io.Writer, opts views.TailOptions, partial bool) (*views.LineRing, segments.Cursor, bool, error) {
 	ring := views.NewLineRing(opts.Lines)
 	p := views.NewPrinter(ring, opts.Log)
 	sink := views.NewLogSink(p, opts.Log.Window)
 	if partial {
 		sink = partialLogSink(p, opts.Log.Window)
 	}
-	sink.File = in.name
-	rep := &damageReporter{in: in, stderr: stderr, Sink: sink}
-	err := segments.ScanAny(ctx, in.r, segments.ScanOptions{}, rep)
+	sink.File = in.Name
+	rep := in.Reporter(sink, stderr)
+	err := segments.ScanAny(ctx, in.R, segments.ScanOptions{}, rep)
 	sink.A.Flush()
 	if cerr := p.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
-		return ring, nil, rep.damaged, inputError(in.name, err)
+		return ring, nil, rep.Damaged, sources.InputError(in.Name, err)
 	}
-	return ring, p.Cursor(), rep.damaged, nil
+	return ring, p.Cursor(), rep.Damaged, nil
 }
 
 // natsTailWindow is how many messages ds tail reads first from the end of
@@ -382,28 +383,28 @@ const natsTailWindow = 64
 // damaged, the cursor of what it read, and the last sequence number of
 // the stream when it looked (0: it was empty), after which ds tail -f
 // follows.
-func tailNATS(ctx context.Context, src *natsSource, stdout, stderr io.Writer, opts views.TailOptions) (bool, views.Cursor, uint64, error) {
-	first, last, err := src.seqs(ctx)
+func tailNATS(ctx context.Context, src *sources.NATS, stdout, stderr io.Writer, opts views.TailOptions) (bool, segments.Cursor, uint64, error) {
+	first, last, err := src.Seqs(ctx)
 	if err != nil || last == 0 {
-		return false, views.Cursor{}, last, err
+		return false, segments.Cursor{}, last, err
 	}
 	for k := uint64(natsTailWindow); ; k = min(4*k, last-first+1) {
 		start := first
 		if last-first >= k {
 			start = last - k + 1
 		}
-		r, err := src.reader(ctx, fleet.ReaderOptions{StartSeq: start})
+		r, err := src.Reader(ctx, fleet.ReaderOptions{StartSeq: start})
 		if err != nil {
 			return false, nil, last, err
 		}
 		// The damage of a try that is not the last is not reported: the
 		// next one reads it again.
 		var warn bytes.Buffer
-		ring, cur, damaged, err := tailRing(ctx, &input{name: src.t.Display, r: r, size: -1}, &warn, opts, start > first)
+		ring, cur, damaged, err := tailRing(ctx, &sources.Input{Name: src.Name(), R: r, Size: -1}, &warn, opts, start > first)
 		if start == first || err != nil || ring.Lines() > int64(opts.Lines) {
 			if os.Getenv("DS_READ_STATS") != "" {
 				// A test hook: what reading from the end cost.
-				fmt.Fprintf(&warn, "ds: %s: read %d of %d messages\n", src.t.Display, last-start+1, last-first+1)
+				fmt.Fprintf(&warn, "ds: %s: read %d of %d messages\n", src.Name(), last-start+1, last-first+1)
 			}
 			stderr.Write(warn.Bytes())
 			if err != nil {
@@ -418,15 +419,15 @@ func tailNATS(ctx context.Context, src *natsSource, stdout, stderr io.Writer, op
 // far as it can be known without reading it all: for a capture file, from
 // its segments' summaries (fileCursor); for a nats:// input (src), from
 // the last message of each of its streams.
-func endCursor(ctx context.Context, name string, src *natsSource, opts views.LogOptions) views.Cursor {
+func endCursor(ctx context.Context, name string, src *sources.NATS, opts views.LogOptions) segments.Cursor {
 	if src == nil {
 		return fileCursor(name)
 	}
-	r, err := src.reader(ctx, fleet.ReaderOptions{LastPerStream: true})
+	r, err := src.Reader(ctx, fleet.ReaderOptions{LastPerStream: true})
 	if err != nil {
 		return nil
 	}
-	_, cur, _, _ := tailRing(ctx, &input{name: src.t.Display, r: r, size: -1}, io.Discard, views.TailOptions{Lines: 1, Log: opts}, true)
+	_, cur, _, _ := tailRing(ctx, &sources.Input{Name: src.Name(), R: r, Size: -1}, io.Discard, views.TailOptions{Lines: 1, Log: opts}, true)
 	return cur
 }
 
@@ -451,14 +452,4 @@ func writeErr(err error) error {
 		return nil
 	}
 	return err
-}
-
-// mergeCursor raises each entry of dst to the one of src where src's is
-// later, and adds those dst lacks.
-func mergeCursor(dst, src views.Cursor) {
-	for id, pos := range src {
-		if old, ok := dst[id]; !ok || pos > old {
-			dst[id] = pos
-		}
-	}
 }

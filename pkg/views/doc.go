@@ -16,7 +16,7 @@
 //
 // What a view shows is a [Selection]: stream filters (node, stream,
 // origin), channel filters (name or prefix, content class), -g on the
-// rendered line, position and time bounds, and a [Cursor] to resume
+// rendered line, position and time bounds, and a [segments.Cursor] to resume
 // after. The [Printer] applies it and reports the cursor of what it
 // printed; [SelectStreams] gives the stream filters to views without a
 // printer (ds gaps, ds series, ds latest).

@@ -300,8 +300,8 @@ func (p *Printer) forget(st *streamInfo) {
 // Selection.After, a later run resumes after it. Call it after Close, so
 // that what it covers has been written out (at-least-once: a run killed
 // between the output and saving the cursor prints some lines again).
-func (p *Printer) Cursor() Cursor {
-	c := make(Cursor, len(p.cursors)+len(p.streams))
+func (p *Printer) Cursor() segments.Cursor {
+	c := make(segments.Cursor, len(p.cursors)+len(p.streams))
 	for id, pos := range p.cursors {
 		c[id] = pos
 	}
@@ -318,10 +318,10 @@ func (p *Printer) Cursor() Cursor {
 // Holes returns, per stream, the first position of the first gap the
 // printer was given past the stream's cursor (Selection.After): positions
 // that may still arrive (a store fills them from a late copy). A consumer
-// that must not skip them saves its cursor before them ([Cursor] of
+// that must not skip them saves its cursor before them ([segments.Cursor] of
 // [Printer.Cursor] lowered to the hole's position - 1).
-func (p *Printer) Holes() Cursor {
-	c := make(Cursor, len(p.holes))
+func (p *Printer) Holes() segments.Cursor {
+	c := make(segments.Cursor, len(p.holes))
 	for id, pos := range p.holes {
 		c[id] = pos
 	}

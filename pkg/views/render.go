@@ -272,11 +272,11 @@ type Printer struct {
 	lineNL   bool // the text line being rendered ended with a newline
 	grepFrom int  // where the payload starts in p.line, -1 for loss lines
 	untimed  []frames.StreamID
-	cursors  Cursor // the cursors of streams forgotten
-	holes    Cursor // per stream, the first position of its first gap past the cursor
-	raw      []byte // scratch for jsonText
-	msg      []byte // scratch for loss messages
-	nameW    int    // width of the channel column
+	cursors  segments.Cursor // the cursors of streams forgotten
+	holes    segments.Cursor // per stream, the first position of its first gap past the cursor
+	raw      []byte          // scratch for jsonText
+	msg      []byte          // scratch for loss messages
+	nameW    int             // width of the channel column
 	line     []byte
 	col      []byte // the stream column
 	losses   Losses
@@ -295,7 +295,7 @@ func NewPrinter(w io.Writer, opts LogOptions) *Printer {
 		unknownVisible: len(sel.Channels) == 0 && len(sel.Contents) == 0,
 		nameW:          16,
 		multi:          opts.StreamColumn == StreamColumnAlways,
-		cursors:        Cursor{},
+		cursors:        segments.Cursor{},
 	}
 	p.matched = make([]bool, len(sel.Channels)+len(sel.Contents)+len(sel.Nodes)+len(sel.Streams)+len(sel.Origins))
 	for id, pos := range sel.After {
@@ -449,7 +449,7 @@ func (p *Printer) Item(it segments.Item) {
 	case segments.ItemGap:
 		if _, seen := p.holes[it.Stream]; !seen && (!st.hasAfter || it.Gap.To > st.after) {
 			if p.holes == nil {
-				p.holes = Cursor{}
+				p.holes = segments.Cursor{}
 			}
 			p.holes[it.Stream] = max(it.Gap.From, st.after+1)
 		}

@@ -54,7 +54,7 @@ type TailStats struct {
 	Damage []DamageRange
 	// Cursor is the cursor of what was read to the end ([Printer.Cursor]):
 	// the last position of each stream rendered.
-	Cursor Cursor
+	Cursor segments.Cursor
 	// Sink is, with TailOptions.Follow, the sink of the last pass, its
 	// printer writing to w: the caller reads the input on into it from
 	// Resume, the offset of the header of the last segment (the frames
@@ -93,7 +93,7 @@ func Tail(ctx context.Context, r io.ReaderAt, size int64, opts TailOptions, w io
 	walker := segments.NewBackWalker(cr, size)
 	from := size // the walk has found where the segments from here on start
 	segs := 0
-	var cursor Cursor
+	var cursor segments.Cursor
 	var last *LogSink         // Follow: the sink of the last pass
 	var lastOut *switchWriter // and what its printer writes to
 	resume := int64(0)
