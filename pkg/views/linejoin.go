@@ -84,6 +84,14 @@ func blankLine(line []byte) bool { return len(line) == 0 || len(line) == 1 && li
 // after them. The rest of a cut line is printed as a line of its own when
 // it arrives (unless it is empty).
 func (p *Printer) cutBefore(st *streamInfo, pos frames.Position, except *partial) {
+	// Inlined, this skips the call when the stream never held a line.
+	if len(st.lines) != 0 {
+		p.cutHeld(st, pos, except)
+	}
+}
+
+// cutHeld is cutBefore's work.
+func (p *Printer) cutHeld(st *streamInfo, pos frames.Position, except *partial) {
 	var some [8]*partial
 	for _, pl := range before(some[:0], st, pos, except) {
 		p.printPartial(pl)
