@@ -998,20 +998,6 @@ func (f *Finding) text() string {
 	return ""
 }
 
-// nouns returns "1 frame", "2 frames", "1 frame copy", "2 frame copies",
-// "2 losses".
-func nouns(n uint64, what string) string {
-	switch {
-	case n == 1:
-		return "1 " + what
-	case strings.HasSuffix(what, "copy"):
-		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(what, "y"))
-	case strings.HasSuffix(what, "loss"):
-		return fmt.Sprintf("%d %ses", n, what)
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}
-
 // safeText returns s, or s quoted when it has control characters or bytes
 // that are not UTF-8 (a node name or an error taken from input).
 func safeText(s string) string {

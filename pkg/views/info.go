@@ -656,7 +656,7 @@ func writeDrops(w io.Writer, s StreamSummary) {
 		fmt.Fprintf(w, "  dropped\tunknown (no health record)\n")
 		return
 	case s.MuxDropped == nil:
-		fmt.Fprintf(w, "  dropped\tnot known: %s unreadable\n", plural(s.HealthRecords, "health record"))
+		fmt.Fprintf(w, "  dropped\tnot known: %s unreadable\n", nouns(s.HealthRecords, "health record"))
 		return
 	}
 	fmt.Fprintf(w, "  dropped\t%d at the mux", s.DroppedFrames)
@@ -668,7 +668,7 @@ func writeDrops(w io.Writer, s StreamSummary) {
 		}
 	}
 	if s.DropCount > 0 {
-		fmt.Fprintf(w, " in %s", plural(s.DropCount, "place"))
+		fmt.Fprintf(w, " in %s", nouns(s.DropCount, "place"))
 	}
 	if *s.MuxDropped > s.DroppedFrames {
 		// Health records lost in a gap, or counted before the capture
@@ -683,7 +683,7 @@ func writeDrops(w io.Writer, s StreamSummary) {
 	}
 	fmt.Fprintf(w, "\n")
 	for _, d := range s.Drops {
-		fmt.Fprintf(w, "  \tbefore position %d: %s", d.Before, plural(d.Frames, "frame"))
+		fmt.Fprintf(w, "  \tbefore position %d: %s", d.Before, nouns(d.Frames, "frame"))
 		if d.Bytes != nil {
 			fmt.Fprintf(w, " (%d bytes)", *d.Bytes)
 		}
@@ -692,13 +692,6 @@ func writeDrops(w io.Writer, s StreamSummary) {
 	if s.DropCount > uint64(len(s.Drops)) {
 		fmt.Fprintf(w, "  \t… %d more\n", s.DropCount-uint64(len(s.Drops)))
 	}
-}
-
-func plural(n uint64, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // InfoReport is the JSON document ds info --json prints.
@@ -814,7 +807,7 @@ func writeInfoText(w io.Writer, files []FileSummary, n int, stream func(int) Str
 		}
 		writeDrops(tw, s)
 		if s.TransportLosses > 0 {
-			fmt.Fprintf(tw, "  transport\t%s not delivered by an output in %s (gaps show what this input lacks; ds gaps notes them)\n", plural(s.UndeliveredFrames, "frame"), plural(s.TransportLosses, "range"))
+			fmt.Fprintf(tw, "  transport\t%s not delivered by an output in %s (gaps show what this input lacks; ds gaps notes them)\n", nouns(s.UndeliveredFrames, "frame"), nouns(s.TransportLosses, "range"))
 		}
 		end := "no (no StreamEnded record: the writer did not finish)"
 		if s.Ended {

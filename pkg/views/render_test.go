@@ -246,16 +246,16 @@ func TestEscapeEightAtATime(t *testing.T) {
 			}
 		}
 		// A text line stops at its first CR.
-		got, ok := appendEscapedText(nil, []byte(in))
+		got, ok, _ := appendTerminal(nil, []byte(in), stopAtCR)
 		cr := strings.IndexByte(in, '\r')
 		if ok != (cr < 0) {
-			t.Fatalf("appendEscapedText(%q) ok = %v", in, ok)
+			t.Fatalf("appendTerminal(%q, stopAtCR) ok = %v", in, ok)
 		}
 		if cr < 0 {
 			cr = len(in)
 		}
 		if want := escapeByByte(nil, []byte(in[:cr]), false); !bytes.Equal(got, want) {
-			t.Fatalf("appendEscapedText(%q) = %q, want %q", in, got, want)
+			t.Fatalf("appendTerminal(%q, stopAtCR) = %q, want %q", in, got, want)
 		}
 	}
 }

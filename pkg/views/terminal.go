@@ -3,7 +3,6 @@ package views
 import (
 	"bytes"
 	"io"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -193,127 +192,20 @@ func nameWidth(name string) int {
 	return w
 }
 
-// A style is the SGR sequence that starts it; sgrReset ends it.
-type style string
-
-// The styles of ds log's text format when colours are on. They colour
-// ds's own columns and loss lines only; a text line's own colours are the
-// child's.
-const (
-	styleNone      style = ""
-	stylePosition  style = "\x1b[2m"    // the position column: dim
-	styleStderr    style = "\x1b[31m"   // the channel column of a *.stderr channel: red
-	styleLifecycle style = "\x1b[36m"   // the channel column of proc.*.lifecycle: cyan
-	styleLoss      style = "\x1b[1;33m" // gap and drop lines: bold yellow
-	styleDamage    style = "\x1b[1;31m" // damaged-range lines: bold red
-	styleStart     style = "\x1b[2m"    // a stream's "starts at position" line: dim
-)
-
-// streamStyles colour the stream column, one per stream, chosen by a hash
-// of its name so that a stream keeps its colour from run to run and input
-// to input. Red is left to stderr and damage.
-var streamStyles = [...]style{
-	"\x1b[32m", "\x1b[33m", "\x1b[34m", "\x1b[35m", "\x1b[36m",
-	"\x1b[92m", "\x1b[93m", "\x1b[94m", "\x1b[95m", "\x1b[96m",
-}
-
-// channelStyle returns the style of the channel column of channel name.
-func channelStyle(name string) style {
-	switch {
-	case strings.HasSuffix(name, ".stderr"):
-		return styleStderr
-	case strings.HasPrefix(name, "proc.") && strings.HasSuffix(name, ".lifecycle"):
-		return styleLifecycle
-	}
-	return styleNone
-}
-
-// streamStyle returns the style of the stream column of the stream named
-// name (node#life).
-func streamStyle(name string) style {
-	h := uint32(2166136261) // FNV-1a
-	for i := 0; i < len(name); i++ {
-		h = (h ^ uint32(name[i])) * 16777619
-	}
-	return streamStyles[h%uint32(len(streamStyles))]
-}
-
-// lossStyle returns the style of a loss line's columns (see
-// [Printer.lossPrefix]): what is "gap", "dropped", "lost" or "start".
-func lossStyle(what string) style {
-	if what == "start" {
-		return styleStart
-	}
-	return styleLoss
-}
-
-// on returns s when colours are on, nothing otherwise.
-func (p *Printer) on(s style) string {
-	if p.opts.Color {
-		return string(s)
-	}
-	return ""
-}
-
-// off returns what ends s: sgrReset when colours are on and s is a style.
-func (p *Printer) off(s style) string {
-	if p.opts.Color && s != styleNone {
-		return sgrReset
-	}
-	return ""
-}
-
-// appendStyled appends text in style s (when colours are on).
-func (p *Printer) appendStyled(b []byte, s style, text string) []byte {
-	b = append(b, p.on(s)...)
-	b = append(b, text...)
-	return append(b, p.off(s)...)
-}
-
-// appendChannel appends the channel column of a line of ci: its name,
-// escaped, in its style, padded to the column's width.
-func (p *Printer) appendChannel(b []byte, ci *chanInfo) []byte {
-	s := styleNone
-	if p.opts.Color {
-		s = channelStyle(ci.desc.Name)
-	}
-	b = append(b, s...)
-	b, w := appendName(b, ci.desc.Name, ci.width)
-	b = append(b, p.off(s)...)
-	return appendPad(b, p.nameW-w)
-}
-
-// appendStreamColumn appends the stream column of a line of st (its
-// column text, escaped) in the stream's colour, which its full name
-// chooses, padded to the column's width.
-func (p *Printer) appendStreamColumn(b []byte, st *streamInfo) []byte {
-	s := styleNone
-	if p.opts.Color {
-		s = streamStyle(st.name)
-	}
-	b = append(b, s...)
-	b, w := appendName(b, st.col, st.colW)
-	b = append(b, p.off(s)...)
-	return appendPad(b, p.streamW-w)
-}
-
-// appendText appends a text line escaped for the output: with stopCR, only
-// what precedes its first CR, returning false there. When colours are on
-// its SGR sequences pass, and a line they leave with attributes changed
-// ends with sgrReset.
-func (p *Printer) appendText(b, line []byte, stopCR bool) ([]byte, bool) {
+// appendEscaped appends s with everything a terminal would act on shown
+// visibly (the rules above: controls and bytes that are not UTF-8 as
+// \xNN, bidirectional controls as \uNNNN), so that raw bytes are visible
+// and nothing reaches the terminal as a control sequence: a record or
+// bytes payload, a name or a message from the input. Tabs are kept unless
+// all is set (then everything but printable text is escaped). It is
+// [appendTerminal] for the cases that need neither stopAtCR nor passSGR.
+func appendEscaped[S ~string | ~[]byte](b []byte, s S, all bool) []byte {
 	var flags escapeFlags
-	if stopCR {
-		flags |= stopAtCR
+	if all {
+		flags = escapeTab
 	}
-	if p.opts.Color {
-		flags |= passSGR
-	}
-	b, ok, dirty := appendTerminal(b, line, flags)
-	if dirty && ok {
-		b = append(b, sgrReset...)
-	}
-	return b, ok
+	b, _, _ = appendTerminal(b, s, flags)
+	return b
 }
 
 // appendTerminalSafe escapes, in place, what of b[from:] a terminal would
@@ -382,4 +274,28 @@ func (s *safeWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return n, nil
+}
+
+// Bytes of eight lanes, for testing eight bytes at once.
+const (
+	lanes01 = 0x0101010101010101
+	lanes80 = 0x8080808080808080
+)
+
+// printable8 reports whether the eight bytes of x (one per lane) are all
+// printable ASCII, 0x20 to 0x7e. Each term is exact as to whether any lane
+// has its property: bytes below 0x20 (x - 0x20 borrows into the top bit
+// of a lane that had it clear), above 0x7e (x + 1 reaches the top bit, or
+// it was set).
+func printable8(x uint64) bool {
+	return ((x-0x20*lanes01)&^x|(x+lanes01)|x)&lanes80 == 0
+}
+
+const hexDigits = "0123456789abcdef"
+
+// load64 returns the eight bytes of s at i, the first in the low byte.
+func load64[S ~string | ~[]byte](s S, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }

@@ -484,7 +484,7 @@ func BenchmarkEscapePlainASCII(b *testing.B) {
 		run(b, func(dst, line []byte) []byte { dst, _ = oldAppendEscapedStop(dst, line, false, true); return dst })
 	})
 	b.Run("text", func(b *testing.B) {
-		run(b, func(dst, line []byte) []byte { dst, _ = appendEscapedText(dst, line); return dst })
+		run(b, func(dst, line []byte) []byte { dst, _, _ = appendTerminal(dst, line, stopAtCR); return dst })
 	})
 	b.Run("color", func(b *testing.B) {
 		run(b, func(dst, line []byte) []byte { dst, _, _ = appendTerminal(dst, line, stopAtCR|passSGR); return dst })

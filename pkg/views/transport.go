@@ -58,24 +58,43 @@ func (t *TransportLoss) overlaps(g segments.Gap) bool { return t.From <= g.To &&
 func appendTransportMsg(b []byte, t *TransportLoss) []byte {
 	b = appendPositions(b, t.From, t.To)
 	b = append(b, " ("...)
-	b = appendCount(b, t.Frames, "frame")
-	b = append(b, ' ')
-	return appendNotDelivered(b, t)
+	b = appendNouns(b, t.Frames, "frame")
+	b = append(b, ") "...)
+	return appendNotDelivered(b, t, quoteTerminal)
 }
+
+// How appendNotDelivered shows the names and reasons a [TransportLoss]
+// carries from the input.
+type quoting uint8
+
+const (
+	quoteTerminal quoting = iota // escaped for a terminal (appendEscaped): ds log
+	quoteText                    // quoted when not plain text (safeText): ds gaps
+	quoteNone                    // as they are (for JSON, which quotes them)
+)
 
 // appendNotDelivered appends "not delivered by OUTPUT: REASON" ("by an
 // output" when the record names none; no ": REASON" when it gives none),
-// escaped for a terminal.
-func appendNotDelivered(b []byte, t *TransportLoss) []byte {
+// with OUTPUT and REASON shown as q says.
+func appendNotDelivered(b []byte, t *TransportLoss, q quoting) []byte {
+	quote := func(b []byte, s string) []byte {
+		switch q {
+		case quoteTerminal:
+			return appendEscaped(b, s, true)
+		case quoteText:
+			return append(b, safeText(s)...)
+		}
+		return append(b, s...)
+	}
 	b = append(b, "not delivered by "...)
 	if t.Output == "" {
 		b = append(b, "an output"...)
 	} else {
-		b = appendEscaped(b, []byte(t.Output), true)
+		b = quote(b, t.Output)
 	}
 	if t.Reason != "" {
 		b = append(b, ": "...)
-		b = appendEscaped(b, []byte(t.Reason), true)
+		b = quote(b, t.Reason)
 	}
 	return b
 }
@@ -84,20 +103,11 @@ func appendNotDelivered(b []byte, t *TransportLoss) []byte {
 // characters or bytes that are not UTF-8 are quoted ([safeText]) when
 // quote is set, and taken as they are (for JSON) otherwise.
 func notDelivered(t *TransportLoss, quote bool) string {
-	esc := func(s string) string { return s }
+	q := quoteNone
 	if quote {
-		esc = safeText
+		q = quoteText
 	}
-	s := "not delivered by "
-	if t.Output == "" {
-		s += "an output"
-	} else {
-		s += esc(t.Output)
-	}
-	if t.Reason != "" {
-		s += ": " + esc(t.Reason)
-	}
-	return s
+	return string(appendNotDelivered(nil, t, q))
 }
 
 // appendTransportJSON appends t as the JSON object ds log --json and ds
@@ -118,26 +128,4 @@ func appendTransportJSON(b []byte, t *TransportLoss) []byte {
 	b = append(b, `,"until_unix_ms":`...)
 	b = strconv.AppendInt(b, t.UntilUnixMs, 10)
 	return append(b, '}')
-}
-
-// transport shows, in place at position at (its datastream.transport
-// record's), the positions an output did not deliver.
-func (p *Printer) transport(st *streamInfo, at frames.Position, t *TransportLoss) {
-	switch p.opts.Format {
-	case FormatCat:
-		return
-	case FormatJSON:
-		if !p.opts.JSONFrames {
-			p.cutBefore(st, at, nil)
-		}
-		p.line = append(p.line[:0], st.jsonHead...)
-		p.line = append(p.line, `,"transport_loss":`...)
-		p.line = appendTransportJSON(p.line, t)
-		p.line = append(p.line, "}\n"...)
-		p.line = p.withText(p.line, appendTransportMsg(p.msg[:0], t))
-		p.write(p.line)
-	default:
-		p.cutBefore(st, at, nil)
-		p.lossLine(st, "lost", appendTransportMsg(p.msg[:0], t))
-	}
 }

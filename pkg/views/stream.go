@@ -1,0 +1,128 @@
+package views
+
+import (
+	"strconv"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
+)
+
+// This file holds what a [Printer] keeps per stream and per channel. The
+// per-stream state of each of the printer's parts lives in the part's own
+// type (streamBounds, streamTime, streamCursor, streamNotes), so that a
+// stream's record says which part reads which field.
+
+// streamInfo is what a printer knows of one stream.
+type streamInfo struct {
+	desc     frames.StreamDescriptor
+	name     string // desc.Stream.String()
+	jsonHead []byte // `{"stream":…,"node":…,"life":N` (FormatJSON)
+	col      string // the stream column's text: name, or a shorter unambiguous form
+	colW     int    // col in runes
+
+	chans []*chanInfo                    // by id, for ids < maxSmallChannel
+	big   map[frames.ChannelID]*chanInfo // ids ≥ maxSmallChannel
+
+	sel   streamBounds // the selection's decisions (selector.go)
+	clock streamTime   // its clock readings (timebase.go)
+	read  streamCursor // how far it was taken in (cursors.go)
+	notes streamNotes  // its health and transport records (notes.go)
+	lines []*partial   // the partial lines of its channels, in the order they were opened (linejoin.go)
+}
+
+// chanInfo is what a printer knows of one declared channel, decided once
+// when its (first) descriptor arrives, so that rendering a frame needs no
+// map lookup or string building.
+type chanInfo struct {
+	desc    frames.ChannelDescriptor
+	width   int  // desc.Name in runes, for the channel column
+	visible bool // the filter decision
+	kind    frames.ContentKind
+	json    []byte   // `,"channel":NAME,"channel_id":ID,"content":KIND` (FormatJSON)
+	line    *partial // the held unfinished line, once there was one
+}
+
+// maxSmallChannel bounds the channel ids a stream keeps in a slice indexed
+// by id (registration hands out 1, 2, 3, …); larger ids, which an input
+// may hold, live in a map.
+const maxSmallChannel = 256
+
+func newStreamInfo(d frames.StreamDescriptor, format LogFormat) *streamInfo {
+	st := &streamInfo{desc: d, name: d.Stream.String()}
+	if format == FormatJSON {
+		b := append([]byte(nil), `{"stream":`...)
+		b = appendJSONString(b, st.name)
+		b = append(b, `,"node":`...)
+		b = appendJSONString(b, d.Stream.Node)
+		b = append(b, `,"life":`...)
+		st.jsonHead = strconv.AppendUint(b, uint64(d.Stream.Life), 10)
+	}
+	return st
+}
+
+// newChanInfo returns what a printer keeps of channel d, visible or not
+// by the filters.
+func newChanInfo(d frames.ChannelDescriptor, visible bool, format LogFormat) *chanInfo {
+	ci := &chanInfo{desc: d, width: nameWidth(d.Name), visible: visible, kind: d.Content.Kind}
+	if format == FormatJSON {
+		b := append([]byte(nil), `,"channel":`...)
+		b = appendJSONString(b, d.Name)
+		b = append(b, `,"channel_id":`...)
+		b = strconv.AppendUint(b, uint64(d.ID), 10)
+		b = append(b, `,"content":`...)
+		ci.json = appendJSONString(b, d.Content.Kind.String())
+	}
+	return ci
+}
+
+// channel returns what is known of channel id, nil if it has no
+// descriptor.
+func (st *streamInfo) channel(id frames.ChannelID) *chanInfo {
+	if uint64(id) < uint64(len(st.chans)) {
+		return st.chans[id]
+	}
+	if id < maxSmallChannel {
+		return nil
+	}
+	return st.big[id]
+}
+
+func (st *streamInfo) setChannel(id frames.ChannelID, ci *chanInfo) {
+	if id >= maxSmallChannel {
+		if st.big == nil {
+			st.big = make(map[frames.ChannelID]*chanInfo)
+		}
+		st.big[id] = ci
+		return
+	}
+	if int(id) >= len(st.chans) {
+		st.chans = append(st.chans, make([]*chanInfo, int(id)+1-len(st.chans))...)
+	}
+	st.chans[id] = ci
+}
+
+// streamTable holds the streams a printer knows, by id, with the last one
+// looked up at hand: consecutive items of one stream skip the map.
+type streamTable struct {
+	m    map[frames.StreamID]*streamInfo
+	last *streamInfo
+}
+
+// get returns stream s, nil if unknown.
+func (t *streamTable) get(s frames.StreamID) *streamInfo {
+	if st := t.last; st != nil && st.desc.Stream == s {
+		return st
+	}
+	st := t.m[s]
+	if st != nil {
+		t.last = st
+	}
+	return st
+}
+
+// remove forgets stream s.
+func (t *streamTable) remove(s frames.StreamID) {
+	if st := t.m[s]; st != nil && t.last == st {
+		t.last = nil
+	}
+	delete(t.m, s)
+}
