@@ -1,4 +1,4 @@
-// Package pkg_test enforces the package map of STYLE.md §1 and DESIGN.md §1:
+// Package pkg_test enforces the package map of ARCHITECTURE.md §1 and ARCHITECTURE.md §1:
 //
 //	cmd/ds → views → segments → catalogfile → wireformat → frames
 //	         hostprobe → frames;  proc → frames
@@ -72,7 +72,7 @@ func TestImportDirection(t *testing.T) {
 		seen[pkg] = true
 		allow, known := allowed[pkg]
 		if !known {
-			t.Errorf("%s: package pkg/%s is not in the package map; add it to allowed in layers_test.go and STYLE.md", path, pkg)
+			t.Errorf("%s: package pkg/%s is not in the package map; add it to allowed in layers_test.go and ARCHITECTURE.md §1", path, pkg)
 			return nil
 		}
 		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures ds host against its targets (DESIGN.md §7, issue 11):
+# Measures ds host against its targets (ARCHITECTURE.md §7, issue 11):
 #
 #  1. cost: ds host --interval 100ms for DUR seconds (default 60) costs
 #     < 1 % of one core (user+sys from /usr/bin/time, over the run's

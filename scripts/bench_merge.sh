@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures ds merge against its targets (DESIGN.md §7, issue 10): 8
+# Measures ds merge against its targets (ARCHITECTURE.md §7, issue 10): 8
 # captures of N frames each (default 1 M) merge at >= 2 M frames/s with a
 # peak RSS <= 64 MiB that a 4x larger input does not raise, at least 3x
 # faster than `mcap merge` of the same messages and with less memory.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures ds wrap against plain redirection and a pipe (DESIGN.md §7), in
+# Measures ds wrap against plain redirection and a pipe (ARCHITECTURE.md §7), in
 # one run so that the ratios hold on a noisy shared machine, and checks
 # every capture it makes: 0 frames dropped (from the capture's own
 # datastream.health records) and ds log --cat byte-identical to the raw

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # capture-size.sh [MiB]: DSS capture size against zstd -3 of the same text
-# (DESIGN.md §7: zstd capture <= 1.1x zstd -3 of the raw text), and the
+# (ARCHITECTURE.md §7: zstd capture <= 1.1x zstd -3 of the raw text), and the
 # per-frame overhead of uncompressed captures. Needs zstd(1).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Order between stdout and stderr (DESIGN.md §7: writes ≥ 1 ms apart keep
+# Order between stdout and stderr (ARCHITECTURE.md §7: writes ≥ 1 ms apart keep
 # the plain run's order, always). A child alternates `echo out$i` and
 # `echo err$i >&2` PAIRS times with DELAY seconds after each write; it runs
 # RUNS times under ds wrap with both streams sent to one file (2>&1), and

@@ -161,7 +161,7 @@ func parseEmitMode(s string) (capture.Content, error) {
 
 // checkChannelName enforces the channel name rules of ds emit (see its
 // description): those of the catalog (frames.Catalog.Register: not empty,
-// valid UTF-8; CONFORMANCE.md §6.2), plus what keeps the name usable in
+// valid UTF-8; ARCHITECTURE.md case 6.2), plus what keeps the name usable in
 // views: no white space or control characters, no leading -, no trailing
 // *, and not in the writer's own datastream. namespace.
 func checkChannelName(name string) error {

@@ -7,7 +7,7 @@ import (
 	"syscall"
 )
 
-// Exit statuses, part of the interface (man/ds.1 EXIT STATUS; STYLE.md §5).
+// Exit statuses, part of the interface (man/ds.1 EXIT STATUS; ARCHITECTURE.md §1).
 // ds wrap returns its child's status instead; see wrap's own documentation.
 const (
 	exitOK      = 0 // success

@@ -20,7 +20,7 @@ import (
 // checks that the files are what it makes. inputs_formats.txtar reads
 // them.
 //
-//	stream.dsq1      a DSQ1 stream (CONFORMANCE.md §4) of seed-1#42: two
+//	stream.dsq1      a DSQ1 stream (ARCHITECTURE.md cases 4) of seed-1#42: two
 //	                 channels in its header, a third declared later, four
 //	                 frames, StreamEnded
 //	envelopes.legacy legacy delivery envelopes of two streams, back to back

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// TestScript runs the end-to-end CLI scripts in testdata/script (STYLE.md
+// TestScript runs the end-to-end CLI scripts in testdata/script (ARCHITECTURE.md §1
 // §8). DS_UPDATE=1 rewrites their expected outputs.
 func TestScript(t *testing.T) {
 	fixtures, err := filepath.Abs("../../testdata")

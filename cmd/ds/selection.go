@@ -13,7 +13,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
-// selectionFlags are the filters every view shares (DESIGN.md §5, "Shared
+// selectionFlags are the filters every view shares (ARCHITECTURE.md §5, "Shared
 // filters"), -c/--channel excepted (each view words its own).
 func selectionFlags() []cli.Flag {
 	return append(streamFlags(),

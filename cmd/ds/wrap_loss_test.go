@@ -74,7 +74,7 @@ func (s *seqStream) skip(n int) {
 
 // checkAccounted reads capture and checks that the stdout channel holds
 // the output of seq 1 … with holes only where a health record accounts for
-// a loss, each hole exactly as many bytes as the record says (DESIGN.md §6:
+// a loss, each hole exactly as many bytes as the record says (ARCHITECTURE.md §6:
 // queue drops are pre-position and counted, in place). It returns the
 // bytes recorded, the bytes accounted as lost, and whether the exited
 // record is there.

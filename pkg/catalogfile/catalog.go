@@ -15,7 +15,7 @@ var (
 	ErrConflict = errors.New("catalogfile: conflicting descriptors")
 
 	// ErrInvalid means a descriptor a catalog cannot hold: channel id 0
-	// (never handed out, seed 000 §2.4), an empty channel name, or a content
+	// (never handed out, ARCHITECTURE.md rule 2.4), an empty channel name, or a content
 	// kind or stream origin outside the seed's spellings.
 	ErrInvalid = errors.New("catalogfile: invalid descriptor")
 )

@@ -10,7 +10,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/frames"
 )
 
-// The notation of CONFORMANCE.md: stream S = node-alpha#1 and its channels.
+// The notation of ARCHITECTURE.md §8: stream S = node-alpha#1 and its channels.
 var (
 	sID   = frames.StreamID{Node: "node-alpha", Life: 1}
 	s2ID  = frames.StreamID{Node: "node-alpha", Life: 2}

@@ -1,9 +1,9 @@
 // Package catalogfile persists the catalog of a datastream: the stream and
 // channel descriptors that give stored frames their names and content classes.
 //
-// The store keeps frames whole and knows only channel ids (seed 000 §7.4); a
+// The store keeps frames whole and knows only channel ids (ARCHITECTURE.md rule 7.4); a
 // named or typed view needs the descriptors too, so ds keeps them in a
-// catalog file next to the frames. In the pipeline (DESIGN.md §1) this
+// catalog file next to the frames. In the pipeline (ARCHITECTURE.md §1) this
 // package sits beside segments at the ingest/store stage: ingest collects
 // descriptors from DSS headers, DSQ1 streams and live events into a
 // [Catalog], merges catalogs of several inputs with conflict detection, and
@@ -51,7 +51,7 @@
 //
 // (shown with short objects on one line; the written file puts every field
 // on its own line). Each stream entry is the seed's StreamDescriptor
-// (DESIGN.md §2) plus "source" and "channels"; each channel entry is the
+// (ARCHITECTURE.md §2) plus "source" and "channels"; each channel entry is the
 // seed's ChannelDescriptor plus "source", so
 //
 //	jq '.streams[].channels[].name' catalog.json
@@ -66,7 +66,7 @@
 // empty. An undeclared stream is written with "origin": null and no
 // "source".
 //
-// Reading is tolerant in the way DESIGN.md §4 asks of every record: unknown
+// Reading is tolerant in the way ARCHITECTURE.md §4 asks of every record: unknown
 // fields are ignored, a missing "version" means 1, a missing "origin" means
 // RemoteNode, a missing "label" means null, a missing "content" means
 // Bytes, a missing channel "stream" means the enclosing entry's stream, and

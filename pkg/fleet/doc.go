@@ -1,5 +1,5 @@
 // Package fleet carries datastreams over NATS JetStream: the transport of
-// DESIGN.md §1 for captures that leave the machine, and the consumer that
+// ARCHITECTURE.md §1 for captures that leave the machine, and the consumer that
 // ingests them into a store.
 //
 // # Place in the pipeline

@@ -9,11 +9,11 @@ import (
 )
 
 // ErrChannelConflict is wrapped by the *ConflictError that [Catalog.Register]
-// returns when a name is registered again with other content (spec §3.3).
+// returns when a name is registered again with other content (ARCHITECTURE.md rule 3.3).
 var ErrChannelConflict = errors.New("frames: channel registered with conflicting content")
 
 // ErrChannelsExhausted is returned when a catalog has handed out every id up
-// to its limit. Ids are never reused (spec §2.4), so this is final.
+// to its limit. Ids are never reused (ARCHITECTURE.md rule 2.4), so this is final.
 var ErrChannelsExhausted = errors.New("frames: channel ids exhausted")
 
 // ErrEmptyChannelName is returned when a channel name is empty.
@@ -28,7 +28,7 @@ var ErrBadChannelName = errors.New("frames: channel name is not valid UTF-8")
 var ErrBadContent = errors.New("frames: unknown content kind")
 
 // A ConflictError reports a registration of Name with content Requested when
-// the catalog already holds Name with content Existing (spec §3.3). It wraps
+// the catalog already holds Name with content Existing (ARCHITECTURE.md rule 3.3). It wraps
 // [ErrChannelConflict].
 type ConflictError struct {
 	Name      string
@@ -45,7 +45,7 @@ func (e *ConflictError) Error() string {
 // Unwrap returns ErrChannelConflict.
 func (e *ConflictError) Unwrap() error { return ErrChannelConflict }
 
-// Catalog is the stream-local map from channel names to ids (spec §2.4, §5.1).
+// Catalog is the stream-local map from channel names to ids (ARCHITECTURE.md rule 2.4, §5.1).
 // Ids are handed out densely from 1 and never reused. Registering a name
 // again with the same content returns the existing id; with other content it
 // is a *ConflictError. A Catalog is safe for concurrent use.

@@ -4,7 +4,7 @@
 // maps channel names to ids, and the [Endpoint] that drains the mux once per
 // tick and fans the batch out to subscribers.
 //
-// It is the first stage of the pipeline (DESIGN.md §1):
+// It is the first stage of the pipeline (ARCHITECTURE.md §1):
 //
 //	producers → endpoint/catalog → mux → fanout → transport → ingest → views
 //	            └──────────── package frames ───────────┘
@@ -27,7 +27,7 @@
 // and the datastream.clock record.
 //
 // JSON encodings of the data model follow the seed system's serde spellings
-// exactly (DESIGN.md §2), so catalogs interoperate: a stream descriptor is
+// exactly (ARCHITECTURE.md §2), so catalogs interoperate: a stream descriptor is
 // {"stream":{"node":"n1","life":7},"label":null,"origin":"RemoteNode"}, a
 // content is "Bytes", "TextStream" or {"JsonRecord":{"schema":"host.cpu"}}.
 //

@@ -9,7 +9,7 @@ import (
 )
 
 // DefaultSubscriberCapacity is the data-queue capacity of a subscriber that
-// asks for 0 (CONFORMANCE §2 uses 8 for its scenarios; ds uses more).
+// asks for 0 (ARCHITECTURE.md cases 2 uses 8 for its scenarios; ds uses more).
 const DefaultSubscriberCapacity = 1024
 
 // MaxSubscriberCapacity bounds a subscriber's data queue, in events;
@@ -46,7 +46,7 @@ type EndpointOptions struct {
 	MaxChannelID ChannelID
 }
 
-// TickReport is what one [Endpoint.Tick] did (spec §6.2 EndpointTick).
+// TickReport is what one [Endpoint.Tick] did (ARCHITECTURE.md rule 6.2 EndpointTick).
 type TickReport struct {
 	Drained               int // frames taken from the mux and given positions
 	Delivered             int // frame copies that entered subscriber queues
@@ -54,14 +54,14 @@ type TickReport struct {
 	Subscribers           int // subscribers the batch was offered to
 }
 
-// Endpoint owns one stream (spec §4.1): its descriptor, mux, catalog,
+// Endpoint owns one stream (ARCHITECTURE.md rule 4.1): its descriptor, mux, catalog,
 // subscriber fanout and counters. Producers obtain a [Producer] from it.
 // [Endpoint.Tick] drains the mux once and broadcasts the batch to every
-// subscriber (spec §6.2); a slow subscriber drops only its own copies, and
+// subscriber (ARCHITECTURE.md rule 6.2); a slow subscriber drops only its own copies, and
 // with no subscriber the frames are counted as bitbucketed.
 //
 // Registration, subscription and ticks are serialised by one lock, which is
-// how ds fixes the defects of CONFORMANCE §2.12: a subscriber sees every
+// how ds fixes the defects of ARCHITECTURE.md case 2.12: a subscriber sees every
 // channel declaration exactly once, declarations bypass its bounded data
 // queue, and it never receives a frame whose channel it cannot name.
 // Submissions take only the mux lock, so producers are never held up by
@@ -113,7 +113,7 @@ func NewEndpoint(desc StreamDescriptor, opts EndpointOptions) *Endpoint {
 func (e *Endpoint) Stream() StreamDescriptor { return e.desc }
 
 // Producer returns a handle producers submit through. It is a small value,
-// cheap to copy and safe to use from any number of goroutines (spec §4.1).
+// cheap to copy and safe to use from any number of goroutines (ARCHITECTURE.md rule 4.1).
 func (e *Endpoint) Producer() Producer { return Producer{e: e} }
 
 // Catalog returns every channel descriptor in id order.
@@ -122,10 +122,10 @@ func (e *Endpoint) Catalog() []ChannelDescriptor { return e.catalog.Descriptors(
 // Lookup returns the descriptor of a registered channel.
 func (e *Endpoint) Lookup(id ChannelID) (ChannelDescriptor, bool) { return e.catalog.Lookup(id) }
 
-// RegisterChannel registers name with content (spec §4.2) and returns its
+// RegisterChannel registers name with content (ARCHITECTURE.md rule 4.2) and returns its
 // id; see [Catalog.Register] for the rules and errors. A new channel is
 // announced to every current subscriber at once, without waiting for a tick
-// and without passing through its bounded data queue (CONFORMANCE §2.9,
+// and without passing through its bounded data queue (ARCHITECTURE.md case 2.9,
 // §2.12). After [Endpoint.End] it returns [ErrEnded].
 func (e *Endpoint) RegisterChannel(name string, content ChannelContent) (ChannelID, error) {
 	return e.register(name, nil, content)
@@ -137,7 +137,7 @@ func (e *Endpoint) RegisterLabeled(name, label string, content ChannelContent) (
 }
 
 // RegisterRecord registers a JSON record channel whose schema is its own
-// name, as the seed's register_record does (spec §5.6).
+// name, as the seed's register_record does (ARCHITECTURE.md rule 5.6).
 func (e *Endpoint) RegisterRecord(name string) (ChannelID, error) {
 	return e.register(name, nil, JSONRecord(name))
 }
@@ -181,7 +181,7 @@ func (e *Endpoint) QueueFill() float64 {
 }
 
 // Tick drains the mux once and offers the batch to every subscriber
-// (spec §6.2). A subscriber whose queue is full loses its own copies; a
+// (ARCHITECTURE.md rule 6.2). A subscriber whose queue is full loses its own copies; a
 // closed subscriber loses the whole batch and is removed (CONFORMANCE
 // §2.11); with no subscriber at all the batch is bitbucketed. Tick never
 // blocks on a subscriber.
@@ -227,7 +227,7 @@ func (e *Endpoint) removeClosed() {
 }
 
 // End marks the stream ended: pending submissions are ticked out first, then
-// every subscriber receives a StreamEnded event (spec §2.5) and, once its
+// every subscriber receives a StreamEnded event (ARCHITECTURE.md rule 2.5) and, once its
 // queues are empty, io.EOF. Later registrations fail with [ErrEnded] and
 // later submissions return false and count as mux_dropped. End is
 // idempotent.
@@ -250,7 +250,7 @@ func (e *Endpoint) End() TickReport {
 	return rep
 }
 
-// Snapshot is the catalog state handed to a new subscriber (spec §5.8),
+// Snapshot is the catalog state handed to a new subscriber (ARCHITECTURE.md rule 5.8),
 // filtered by its [SubscriptionRequest].
 type Snapshot struct {
 	Streams  []StreamDescriptor
@@ -269,9 +269,9 @@ type SubscriberOptions struct {
 }
 
 // Subscribe registers a subscriber and returns it with a snapshot of the
-// catalog filtered by req (spec §6.2). From then on the subscriber is
+// catalog filtered by req (ARCHITECTURE.md rule 6.2). From then on the subscriber is
 // offered every future event, whatever req says; past frames are not
-// replayed (CONFORMANCE §2.5). Subscribing after [Endpoint.End] returns a
+// replayed (ARCHITECTURE.md case 2.5). Subscribing after [Endpoint.End] returns a
 // subscription that yields only io.EOF.
 func (e *Endpoint) Subscribe(req SubscriptionRequest, opts SubscriberOptions) *Subscription {
 	capacity := opts.Capacity
@@ -319,7 +319,7 @@ func (e *Endpoint) Health() Health {
 	return h
 }
 
-// Producer is a handle for submitting to one endpoint (spec §4.1
+// Producer is a handle for submitting to one endpoint (ARCHITECTURE.md rule 4.1
 // DatastreamProducer). The zero value is not usable; get one from
 // [Endpoint.Producer]. Copies share the endpoint.
 type Producer struct{ e *Endpoint }
@@ -332,7 +332,7 @@ func (p Producer) RegisterChannel(name string, content ChannelContent) (ChannelI
 // RegisterRecord is [Endpoint.RegisterRecord].
 func (p Producer) RegisterRecord(name string) (ChannelID, error) { return p.e.RegisterRecord(name) }
 
-// SubmitBytes submits payload on ch (spec §4.2). It returns true when the
+// SubmitBytes submits payload on ch (ARCHITECTURE.md rule 4.2). It returns true when the
 // payload entered the mux queue and false when it was dropped before a
 // position was assigned: the queue was full (counted as mux_dropped) or ch
 // was never registered on this endpoint (counted as unknown_channel), so a
@@ -398,7 +398,7 @@ func (p Producer) SubmitWait(ch ChannelID, payload []byte, done <-chan struct{})
 	return p.e.mux.SubmitWait(ch, payload, done)
 }
 
-// Subscription is one subscriber of an [Endpoint] (spec §6.2). It has a
+// Subscription is one subscriber of an [Endpoint] (ARCHITECTURE.md rule 6.2). It has a
 // bounded data queue with its own drop counter and an unbounded control
 // queue for declarations, which is emptied first: every ChannelDeclared for
 // a channel reaches the subscriber before any frame on that channel. Its
@@ -437,7 +437,7 @@ func (s *Subscription) Dropped() uint64 { return s.dropped.Load() }
 // then lost downstream (a network output whose server never acknowledged
 // them): they are added to its drop counter and to the endpoint's
 // subscriber_dropped, so that the next [Health] record accounts them like
-// copies lost to a full queue (spec §6.2: a slow subscriber drops only its
+// copies lost to a full queue (ARCHITECTURE.md rule 6.2: a slow subscriber drops only its
 // own copies, and the loss is counted).
 func (s *Subscription) Lost(n uint64) {
 	if n == 0 {
@@ -614,7 +614,7 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 
 // Close detaches the subscriber: its receiver is gone. Events already
 // queued are discarded; the next tick counts its whole batch as dropped for
-// this subscriber and removes it (CONFORMANCE §2.11). Close is idempotent.
+// this subscriber and removes it (ARCHITECTURE.md case 2.11). Close is idempotent.
 func (s *Subscription) Close() {
 	s.mu.Lock()
 	s.closed = true

@@ -42,7 +42,7 @@ func framePositions(evs []Event) []Position {
 	return ps
 }
 
-// CONFORMANCE §2.1
+// ARCHITECTURE.md case 2.1
 func TestEndpointNoSubscribersBitbuckets(t *testing.T) {
 	e := newTestEndpoint()
 	log := mustRegister(t, e, "runtime.log", TextStream())
@@ -59,7 +59,7 @@ func TestEndpointNoSubscribersBitbuckets(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §2.2, §2.3
+// ARCHITECTURE.md case 2.2, §2.3
 func TestEndpointCatalogIDsAndConflicts(t *testing.T) {
 	e := newTestEndpoint()
 	ids := []ChannelID{
@@ -112,7 +112,7 @@ func TestCatalogExhaustionIsAnError(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §2.4
+// ARCHITECTURE.md case 2.4
 func TestEndpointSubscribeSnapshot(t *testing.T) {
 	e := newTestEndpoint()
 	mustRegister(t, e, "stdout", TextStream())
@@ -136,7 +136,7 @@ func TestEndpointSubscribeSnapshot(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §2.5
+// ARCHITECTURE.md case 2.5
 func TestEndpointNoReplay(t *testing.T) {
 	e := newTestEndpoint()
 	log := mustRegister(t, e, "runtime.log", TextStream())
@@ -153,7 +153,7 @@ func TestEndpointNoReplay(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §2.6 and §2.12: the snapshot is filtered, future frames are
+// ARCHITECTURE.md case 2.6 and §2.12: the snapshot is filtered, future frames are
 // broadcast, and a frame on a channel left out of the snapshot is preceded
 // by that channel's declaration so the subscriber can name it.
 func TestEndpointFilteredSnapshotBroadcastFrames(t *testing.T) {
@@ -185,7 +185,7 @@ func TestEndpointFilteredSnapshotBroadcastFrames(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §2.7
+// ARCHITECTURE.md case 2.7
 func TestEndpointTwoSubscribers(t *testing.T) {
 	e := newTestEndpoint()
 	log := mustRegister(t, e, "runtime.log", TextStream())
@@ -205,7 +205,7 @@ func TestEndpointTwoSubscribers(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §2.8
+// ARCHITECTURE.md case 2.8
 func TestEndpointSlowSubscriberDropsOnlyItsOwn(t *testing.T) {
 	e := newTestEndpoint()
 	log := mustRegister(t, e, "runtime.log", TextStream())
@@ -260,7 +260,7 @@ func TestSubscriptionLost(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §2.9
+// ARCHITECTURE.md case 2.9
 func TestEndpointDeclarationWithoutTick(t *testing.T) {
 	e := newTestEndpoint()
 	s := e.Subscribe(SubscriptionRequest{Channels: ContentChannels(KindTextStream)}, SubscriberOptions{Capacity: 8})
@@ -271,7 +271,7 @@ func TestEndpointDeclarationWithoutTick(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §2.10: the process-output adapter shape.
+// ARCHITECTURE.md case 2.10: the process-output adapter shape.
 func TestEndpointProcessOutput(t *testing.T) {
 	e := newTestEndpoint()
 	out := mustRegister(t, e, "proc.trainer.stdout", TextStream())
@@ -296,7 +296,7 @@ func TestEndpointProcessOutput(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §2.11
+// ARCHITECTURE.md case 2.11
 func TestEndpointGoneSubscriberRemoved(t *testing.T) {
 	e := newTestEndpoint()
 	log := mustRegister(t, e, "runtime.log", TextStream())
@@ -324,7 +324,7 @@ func TestEndpointGoneSubscriberRemoved(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §2.12: a declaration is never lost to a full data queue.
+// ARCHITECTURE.md case 2.12: a declaration is never lost to a full data queue.
 func TestEndpointDeclarationBypassesFullQueue(t *testing.T) {
 	e := newTestEndpoint()
 	log := mustRegister(t, e, "runtime.log", TextStream())
@@ -361,7 +361,7 @@ func TestEndpointUnknownChannelRefused(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §2.12, property: subscribers that join while channels are
+// ARCHITECTURE.md case 2.12, property: subscribers that join while channels are
 // being registered and frames submitted see each declaration exactly once
 // (snapshot or event, never both, never neither) and can name every frame.
 func TestEndpointPropertySubscribeRacesRegistration(t *testing.T) {

@@ -2,7 +2,7 @@ package frames
 
 import "strings"
 
-// SourceKind selects which streams a [SourceFilter] matches (spec §3.4).
+// SourceKind selects which streams a [SourceFilter] matches (ARCHITECTURE.md rule 3.4).
 type SourceKind uint8
 
 const (
@@ -16,7 +16,7 @@ const (
 	SourceStream
 )
 
-// SourceFilter selects streams (spec §3.4). Its JSON form is the seed's:
+// SourceFilter selects streams (ARCHITECTURE.md rule 3.4). Its JSON form is the seed's:
 // "All", {"Origin":"Bootstrap"}, {"Node":"n1"} or {"Stream":{"node":"n1","life":7}}.
 type SourceFilter struct {
 	Kind   SourceKind
@@ -53,7 +53,7 @@ func (f SourceFilter) Match(d StreamDescriptor) bool {
 	return false
 }
 
-// ChannelFilterKind selects how a [ChannelFilter] matches (spec §3.4).
+// ChannelFilterKind selects how a [ChannelFilter] matches (ARCHITECTURE.md rule 3.4).
 type ChannelFilterKind uint8
 
 const (
@@ -68,7 +68,7 @@ const (
 	ChannelsContent
 )
 
-// ChannelFilter selects channels by descriptor, never by payload (spec §3.4).
+// ChannelFilter selects channels by descriptor, never by payload (ARCHITECTURE.md rule 3.4).
 // Its JSON form is the seed's: "All", {"Name":"host.cpu"}, {"Prefix":"proc."}
 // or {"Content":"JsonRecord"}.
 type ChannelFilter struct {
@@ -119,7 +119,7 @@ func (f ChannelFilter) Match(d ChannelDescriptor) bool {
 }
 
 // SubscriptionRequest selects what a subscriber's initial snapshot holds
-// (spec §3.4, §6.2). Future events are broadcast regardless of the request;
+// (ARCHITECTURE.md rule 3.4, §6.2). Future events are broadcast regardless of the request;
 // the request stays useful to downstream filters.
 type SubscriptionRequest struct {
 	Sources  SourceFilter

@@ -2,7 +2,7 @@ package frames
 
 import "time"
 
-// Channel names ds mints for the datastream's own records (DESIGN.md §4).
+// Channel names ds mints for the datastream's own records (ARCHITECTURE.md §4).
 const (
 	// HealthChannel carries [Health] records.
 	HealthChannel = "datastream.health"
@@ -11,7 +11,7 @@ const (
 )
 
 // Health is the datastream.health record: the writer's own counters at the
-// moment it was taken (DESIGN.md §4; spec §4.1 "counters for assigned,
+// moment it was taken (ARCHITECTURE.md §4; ARCHITECTURE.md rule 4.1 "counters for assigned,
 // drained, mux-dropped, and bitbucketed frames"). All counts are frames
 // since the endpoint was created.
 //
@@ -41,7 +41,7 @@ type Health struct {
 }
 
 // Loss describes submissions refused at one place of a stream, in a
-// [Health] record written there (spec §4.5: refused submissions never had a
+// [Health] record written there (ARCHITECTURE.md rule 4.5: refused submissions never had a
 // position, so they can only be accounted beside the frames around them).
 type Loss struct {
 	Frames uint64 `json:"frames"` // submissions refused
@@ -59,7 +59,7 @@ type SubscriberHealth struct {
 	Dropped uint64 `json:"dropped"`
 }
 
-// ClockRecord is the datastream.clock record (DESIGN.md §4): a wall-clock
+// ClockRecord is the datastream.clock record (ARCHITECTURE.md §4): a wall-clock
 // reading and a monotonic reading taken together. UnixNS is nanoseconds
 // since the Unix epoch; MonoNS is monotonic nanoseconds since the producer's
 // [Clock] was created. Every drain tick that has frames starts its batch

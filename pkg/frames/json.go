@@ -9,9 +9,9 @@ import (
 )
 
 // The JSON forms in this file follow serde's defaults in the seed system
-// (DESIGN.md §2): unit enum variants are strings, data-carrying variants are
+// (ARCHITECTURE.md §2): unit enum variants are strings, data-carrying variants are
 // one-key objects, Option is null, Vec<u8> is an array of numbers. Decoders
-// tolerate version skew (spec §5.6): missing fields take their defaults and
+// tolerate version skew (ARCHITECTURE.md rule 5.6): missing fields take their defaults and
 // unknown fields are ignored.
 
 // ErrBadJSON is wrapped by every JSON decoding error of this package that is

@@ -10,7 +10,7 @@ import (
 
 func ptr(s string) *string { return &s }
 
-// DESIGN.md §2: JSON spellings follow the seed system exactly.
+// ARCHITECTURE.md §2: JSON spellings follow the seed system exactly.
 func TestJSONSpellings(t *testing.T) {
 	n1 := StreamID{Node: "n1", Life: 7}
 	tests := []struct {
@@ -80,7 +80,7 @@ func TestJSONSpellings(t *testing.T) {
 	}
 }
 
-// Spec §5.6: missing fields default, unknown fields are ignored.
+// ARCHITECTURE.md rule 5.6: missing fields default, unknown fields are ignored.
 func TestJSONVersionSkew(t *testing.T) {
 	var d ChannelDescriptor
 	if err := json.Unmarshal([]byte(`{"stream":{"node":"n","life":1},"id":4,"name":"x","future":{"a":1}}`), &d); err != nil {
@@ -165,7 +165,7 @@ func TestFilters(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §3.9: version skew for records.
+// ARCHITECTURE.md case 3.9: version skew for records.
 func TestDecodeRecordDefaults(t *testing.T) {
 	type resource struct {
 		CPUPct float64 `json:"cpu_pct"`

@@ -6,7 +6,7 @@ import (
 )
 
 // MaxMuxCapacity is the largest queue a [Mux] accepts; larger requests are
-// clamped to it (spec §4.4: "the queue capacity is bounded and clamped").
+// clamped to it (ARCHITECTURE.md rule 4.4: "the queue capacity is bounded and clamped").
 // 1 Mi pending frames at 100 bytes each is about 100 MiB of payload.
 const MaxMuxCapacity = 1 << 20
 
@@ -22,11 +22,11 @@ type pending struct {
 	lossFrames, lossBytes uint64
 }
 
-// Mux is one stream's single position authority (spec §4.4). Producers
+// Mux is one stream's single position authority (ARCHITECTURE.md rule 4.4). Producers
 // [Mux.Submit] payloads into a bounded queue; [Mux.Drain] takes everything
 // queued and stamps each frame with the next position of the stream's one
 // counter, in queue order. A submit that finds the queue full is dropped
-// before a position is taken, counted, and never blocks (spec §4.5).
+// before a position is taken, counted, and never blocks (ARCHITECTURE.md rule 4.5).
 //
 // A Mux is safe for any number of concurrent producers and drainers;
 // concurrent drains are serialised, so each batch holds a contiguous run of
@@ -62,7 +62,7 @@ type Mux struct {
 }
 
 // NewMux returns a mux whose queue holds capacity frames, clamped to
-// [1, MaxMuxCapacity] (CONFORMANCE §1.5: capacity 0 is treated as 1).
+// [1, MaxMuxCapacity] (ARCHITECTURE.md case 1.5: capacity 0 is treated as 1).
 func NewMux(capacity int) *Mux {
 	capacity = min(max(capacity, 1), MaxMuxCapacity)
 	return &Mux{capacity: capacity}
@@ -88,7 +88,7 @@ func (m *Mux) Capacity() int { return m.capacity }
 
 // Submit queues payload on channel ch. It returns true when the payload
 // entered the queue and false when the queue was full; a false return has
-// been counted in [Mux.Dropped] and consumed no position (spec §4.5). Submit
+// been counted in [Mux.Dropped] and consumed no position (ARCHITECTURE.md rule 4.5). Submit
 // never blocks on a drain. The mux takes ownership of payload: the caller
 // must not modify it afterwards. The payload is never inspected.
 //
@@ -137,7 +137,7 @@ func (m *Mux) roomLocked(n int) bool {
 // SubmitReserved queues payload on ch whatever the queue holds: it is the
 // reserved lane for a producer's few records of its own (process lifecycle,
 // self-health, clock), which must never be lost to the data they describe,
-// as catalog declarations never are (CONFORMANCE §2.12). It keeps queue
+// as catalog declarations never are (ARCHITECTURE.md case 2.12). It keeps queue
 // order with Submit, so a record submitted after some data is drained after
 // it. It refuses (false, counted) only after [Mux.Close]. A caller must
 // bound its own rate: nothing else does.
@@ -252,12 +252,12 @@ func (m *Mux) wakeLocked() {
 func (m *Mux) MaxBytes() int { return m.maxBytes }
 
 // Drain takes every queued submission, assigns positions in queue order and
-// returns the frames (spec §4.4 step 4). It is DrainInto(nil).
+// returns the frames (ARCHITECTURE.md rule 4.4 step 4). It is DrainInto(nil).
 func (m *Mux) Drain() []Frame { return m.DrainInto(nil) }
 
 // DrainInto is Drain appending to dst, so a caller can reuse one batch slice
 // between ticks. A drain with nothing queued returns dst unchanged and
-// changes no counter (CONFORMANCE §1.5).
+// changes no counter (ARCHITECTURE.md case 1.5).
 func (m *Mux) DrainInto(dst []Frame) []Frame { return m.DrainWith(dst, DrainHooks{}) }
 
 // DrainHooks let the drainer add records of its own to a batch at drain
@@ -268,11 +268,11 @@ type DrainHooks struct {
 	// Head, when the batch is not empty (or Tail adds a record), is called
 	// once, after the batch was taken from the queue, and its record gets
 	// the batch's first position: a clock reading taken then is an upper bound on the
-	// submission time of every frame the batch holds (DESIGN.md §4).
+	// submission time of every frame the batch holds (ARCHITECTURE.md §4).
 	Head func() (ChannelID, []byte)
 	// Loss is called for each place where submissions were refused; its
 	// record gets the position right after the frame they followed, so the
-	// loss is accounted in place (spec §4.5: the refused submissions
+	// loss is accounted in place (ARCHITECTURE.md rule 4.5: the refused submissions
 	// themselves never had a position).
 	Loss func(LossMark) (ChannelID, []byte)
 	// Tail, when set, is called once per drain, even one with nothing
@@ -367,7 +367,7 @@ func (m *Mux) DrainWith(dst []Frame, h DrainHooks) []Frame {
 }
 
 // Assigned returns how many positions have been handed out. It changes only
-// at drain time: queued submissions have no position yet (CONFORMANCE §1.1).
+// at drain time: queued submissions have no position yet (ARCHITECTURE.md case 1.1).
 func (m *Mux) Assigned() uint64 { return m.assigned.Load() }
 
 // Dropped returns how many submissions were refused because the queue was

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// CONFORMANCE §1.1
+// ARCHITECTURE.md case 1.1
 func TestMuxDrainAssignsPositions(t *testing.T) {
 	m := NewMux(1024)
 	for i := range 64 {
@@ -36,7 +36,7 @@ func TestMuxDrainAssignsPositions(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §1.2
+// ARCHITECTURE.md case 1.2
 func TestMuxConcurrentProducersKeepOwnOrder(t *testing.T) {
 	m := NewMux(1024)
 	var wg sync.WaitGroup
@@ -72,7 +72,7 @@ func TestMuxConcurrentProducersKeepOwnOrder(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §1.3
+// ARCHITECTURE.md case 1.3
 func TestMuxFullQueueDropsBeforePosition(t *testing.T) {
 	m := NewMux(1)
 	if !m.Submit(2, []byte("first")) {
@@ -99,7 +99,7 @@ func TestMuxFullQueueDropsBeforePosition(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §1.4, §1.5
+// ARCHITECTURE.md case 1.4, §1.5
 func TestMuxEdgeCases(t *testing.T) {
 	m := NewMux(0)
 	if m.Capacity() != 1 {
@@ -121,7 +121,7 @@ func TestMuxEdgeCases(t *testing.T) {
 	}
 }
 
-// Property (DESIGN.md §6: drain-time positions, pre-position drops, no
+// Property (ARCHITECTURE.md §6: drain-time positions, pre-position drops, no
 // back-pressure): under random interleavings of producers and drainers,
 // positions are exactly 0..assigned-1 with no gap and no reuse, each
 // producer's accepted payloads keep their order, accepted + dropped =
@@ -258,7 +258,7 @@ func lossHooks() DrainHooks {
 
 // TestMuxLossInPlace: refused submissions are accounted where they
 // happened, after the frame they followed, and take no position of their
-// own (spec §4.5); the frames around them keep their order.
+// own (ARCHITECTURE.md rule 4.5); the frames around them keep their order.
 func TestMuxLossInPlace(t *testing.T) {
 	m := NewMux(2)
 	m.Submit(1, []byte("a"))

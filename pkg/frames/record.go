@@ -10,11 +10,11 @@ import (
 func EncodeRecord(v any) ([]byte, error) { return json.Marshal(v) }
 
 // DecodeRecord decodes a JSON record payload into a copy of defaults and
-// returns it, following the seed's schema-evolution rules (spec §5.6):
+// returns it, following the seed's schema-evolution rules (ARCHITECTURE.md rule 5.6):
 // fields missing from the payload keep their default values and unknown
 // fields are ignored. A payload that is not JSON of the right shape is an
 // error, returned with T's zero value; callers (views) then show the
-// payload raw (spec §8.3).
+// payload raw (ARCHITECTURE.md rule 8.3).
 //
 // Maps, slices and pointers in defaults are never written through: the
 // defaults are copied (through their JSON form) before decoding.
@@ -35,12 +35,12 @@ func DecodeRecord[T any](payload []byte, defaults T) (T, error) {
 }
 
 // ChannelKind is a view's decision of how far to decode a channel
-// (spec §5.2): Typed records, Text, or Opaque bytes.
+// (ARCHITECTURE.md rule 5.2): Typed records, Text, or Opaque bytes.
 type ChannelKind uint8
 
 const (
 	// Opaque is the default for names a view does not know: shown raw
-	// (spec §5.4, the forward-compatible fallback).
+	// (ARCHITECTURE.md rule 5.4, the forward-compatible fallback).
 	Opaque ChannelKind = iota
 	// Text channels are decoded as UTF-8 text where valid.
 	Text
@@ -58,12 +58,12 @@ func (k ChannelKind) String() string {
 	return "ChannelKind(?)"
 }
 
-// Classifier maps a channel name to how a view decodes it (spec §5.2).
+// Classifier maps a channel name to how a view decodes it (ARCHITECTURE.md rule 5.2).
 type Classifier interface {
 	Classify(name string) ChannelKind
 }
 
-// Registry is a caller-owned [Classifier] (spec §5.2 ChannelRegistry): exact
+// Registry is a caller-owned [Classifier] (ARCHITECTURE.md rule 5.2 ChannelRegistry): exact
 // typed names, exact text names and text prefixes. Unknown names are
 // [Opaque]. Exact names win over prefixes; the longest prefix wins among
 // prefixes. The zero value classifies everything as Opaque. A Registry is

@@ -8,15 +8,15 @@ import (
 )
 
 // NodeID names the node that produces a stream: any UTF-8 string, by default
-// the host name (DESIGN.md §2; spec §2.2).
+// the host name (ARCHITECTURE.md §2; ARCHITECTURE.md rule 2.2).
 type NodeID string
 
-// Life identifies one incarnation of a node (spec §2.2). A node that restarts
+// Life identifies one incarnation of a node (ARCHITECTURE.md rule 2.2). A node that restarts
 // begins a new Life; frames of different lives never merge. ds uses the
 // producer's start time in nanoseconds since the Unix epoch by default.
 type Life uint64
 
-// StreamID is the ingest key of a stream: one node incarnation (spec §2.2).
+// StreamID is the ingest key of a stream: one node incarnation (ARCHITECTURE.md rule 2.2).
 // Its text form is "node#life", e.g. "ci-7#1732953600123456789"; its JSON form
 // is {"node":"ci-7","life":1732953600123456789}.
 type StreamID struct {
@@ -48,7 +48,7 @@ func ParseStreamID(s string) (StreamID, error) {
 }
 
 // Compare orders stream ids by node, then life. It returns -1, 0 or +1.
-// The order is only for stable output; it is not a time order (spec §2.3).
+// The order is only for stable output; it is not a time order (ARCHITECTURE.md rule 2.3).
 func (s StreamID) Compare(o StreamID) int {
 	if c := strings.Compare(string(s.Node), string(o.Node)); c != 0 {
 		return c
@@ -62,18 +62,18 @@ func (s StreamID) Compare(o StreamID) int {
 	return 0
 }
 
-// Position orders frames within one stream (spec §2.3). It is assigned by the
+// Position orders frames within one stream (ARCHITECTURE.md rule 2.3). It is assigned by the
 // stream's [Mux] at drain time from a single counter shared by all channels,
 // starting at 0, monotonic and never reused. Positions of different streams
 // are not comparable.
 type Position uint64
 
-// ChannelID is a stream-local channel number (spec §2.4). Registration hands
+// ChannelID is a stream-local channel number (ARCHITECTURE.md rule 2.4). Registration hands
 // out 1, 2, 3, …; 0 is never handed out. The same ChannelID in two streams
 // names two unrelated channels unless their descriptors say otherwise.
 type ChannelID uint32
 
-// Frame is the unit of ordered data (spec §2.1): bytes on a stream-local
+// Frame is the unit of ordered data (ARCHITECTURE.md rule 2.1): bytes on a stream-local
 // channel at a stream-local position. It has no timestamp. Payload is opaque
 // to everything but views.
 type Frame struct {
@@ -83,7 +83,7 @@ type Frame struct {
 }
 
 // ContentKind is the class of a channel's content without its schema
-// (spec §2.4 ChannelContentKind). Its JSON form is "Bytes", "TextStream" or
+// (ARCHITECTURE.md rule 2.4 ChannelContentKind). Its JSON form is "Bytes", "TextStream" or
 // "JsonRecord".
 type ContentKind uint8
 
@@ -121,7 +121,7 @@ func ParseContentKind(s string) (ContentKind, error) {
 }
 
 // ChannelContent is catalog metadata that says how a channel's payloads are
-// meant to be displayed (spec §5.2, §5.4). It is never derived from payload
+// meant to be displayed (ARCHITECTURE.md rule 5.2, §5.4). It is never derived from payload
 // bytes. Schema is meaningful only for KindJSONRecord and may be nil.
 type ChannelContent struct {
 	Kind   ContentKind
@@ -145,7 +145,7 @@ func JSONRecord(schema string) ChannelContent {
 }
 
 // Equal reports whether two contents are the same class with the same schema.
-// It is the comparison the catalog uses for its conflict check (spec §3.3).
+// It is the comparison the catalog uses for its conflict check (ARCHITECTURE.md rule 3.3).
 func (c ChannelContent) Equal(o ChannelContent) bool {
 	if c.Kind != o.Kind {
 		return false
@@ -170,7 +170,7 @@ func (c ChannelContent) String() string {
 	return c.Kind.String()
 }
 
-// StreamOrigin says where a stream came from (spec §2.2). It is subscription
+// StreamOrigin says where a stream came from (ARCHITECTURE.md rule 2.2). It is subscription
 // metadata, not a clock. The zero value is OriginRemoteNode, the default.
 type StreamOrigin uint8
 
@@ -203,14 +203,14 @@ func ParseStreamOrigin(s string) (StreamOrigin, error) {
 	return 0, fmt.Errorf("frames: unknown stream origin %q (want RemoteNode, Orchestrator or Bootstrap)", s)
 }
 
-// StreamDescriptor declares a stream (spec §2.2). Label is optional.
+// StreamDescriptor declares a stream (ARCHITECTURE.md rule 2.2). Label is optional.
 type StreamDescriptor struct {
 	Stream StreamID
 	Label  *string
 	Origin StreamOrigin
 }
 
-// ChannelDescriptor declares one channel of one stream (spec §2.4): the
+// ChannelDescriptor declares one channel of one stream (ARCHITECTURE.md rule 2.4): the
 // stream-local id, its dotted name, an optional label and its content class.
 type ChannelDescriptor struct {
 	Stream  StreamID
@@ -220,21 +220,21 @@ type ChannelDescriptor struct {
 	Content ChannelContent
 }
 
-// ChannelRef is the globally resolved identity of a raw channel (spec §2.4):
+// ChannelRef is the globally resolved identity of a raw channel (ARCHITECTURE.md rule 2.4):
 // a ChannelID means nothing without its stream.
 type ChannelRef struct {
 	Stream  StreamID  `json:"stream"`
 	Channel ChannelID `json:"channel"`
 }
 
-// FrameDelivery is the live-event form of a frame (spec §2.5).
+// FrameDelivery is the live-event form of a frame (ARCHITECTURE.md rule 2.5).
 type FrameDelivery struct {
 	Channel  ChannelRef
 	Position Position
 	Payload  []byte
 }
 
-// Delivery is the ingest and store form of a frame (spec §6.1): a frame and
+// Delivery is the ingest and store form of a frame (ARCHITECTURE.md rule 6.1): a frame and
 // the stream it belongs to.
 type Delivery struct {
 	Stream StreamID
@@ -277,7 +277,7 @@ func (k EventKind) String() string {
 	return "EventKind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// Event is one DatastreamEvent (spec §2.5): exactly one of its payload fields
+// Event is one DatastreamEvent (ARCHITECTURE.md rule 2.5): exactly one of its payload fields
 // is meaningful, chosen by Kind. Frames, the hot case, are held by value so
 // that fanout allocates nothing per frame.
 type Event struct {

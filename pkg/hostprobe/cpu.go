@@ -135,7 +135,7 @@ type Loadavg struct {
 }
 
 // ParseLoadavg parses /proc/loadavg, such as `1.25 0.75 0.50 1/234 5678`
-// (CONFORMANCE.md §5.3). The three averages are required, finite and not
+// (ARCHITECTURE.md case 5.3). The three averages are required, finite and not
 // negative; the fourth and fifth fields are parsed when present. Anything
 // else is an error naming the line and field.
 func ParseLoadavg(r io.Reader) (Loadavg, error) {
@@ -212,7 +212,7 @@ type cpuCore struct {
 
 // ReadCPU reads ProcRoot/stat, ProcRoot/loadavg and the CPU controller of
 // ds's cgroup (see ParseCgroup) into a host.cpu record whose percentages
-// cover the interval since the previous good read (CONFORMANCE.md §5.1,
+// cover the interval since the previous good read (ARCHITECTURE.md case 5.1,
 // §5.2). Shares are vmstat's: busy (total) is everything but idle and
 // iowait, so steal counts as busy.
 //

@@ -99,7 +99,7 @@ func cpuCoreStrings(t *testing.T, cores []CPUCore) []string {
 	return out
 }
 
-// TestParseStat covers CONFORMANCE.md §5.1 and the malformed inputs.
+// TestParseStat covers ARCHITECTURE.md case 5.1 and the malformed inputs.
 func TestParseStat(t *testing.T) {
 	conf, err := os.ReadFile("testdata/proc/conformance/stat")
 	if err != nil {
@@ -154,7 +154,7 @@ func TestParseStat(t *testing.T) {
 	})
 }
 
-// TestStatConformance51 is CONFORMANCE.md §5.1 through a Prober: two
+// TestStatConformance51 is ARCHITECTURE.md case 5.1 through a Prober: two
 // logical CPUs, host user 100, total 970.
 func TestStatConformance51(t *testing.T) {
 	p := &Prober{ProcRoot: "testdata/proc/conformance", SysRoot: "testdata/sys/none"}
@@ -171,7 +171,7 @@ func TestStatConformance51(t *testing.T) {
 	}
 }
 
-// TestCPUConformance52 is CONFORMANCE.md §5.2: previous (user 10,
+// TestCPUConformance52 is ARCHITECTURE.md case 5.2: previous (user 10,
 // system 10, idle 80), current (user 30, system 20, idle 130, iowait 10,
 // steal 10) → busy 40 %, idle 50 %, iowait 10 %, steal 10 %; the first
 // sample is null, never 0.
@@ -210,7 +210,7 @@ type cpuStep struct {
 	wantErr string   // the read fails with an error containing this
 }
 
-// TestReadCPURules proves the rules of CONFORMANCE.md §5.2 and the
+// TestReadCPURules proves the rules of ARCHITECTURE.md case 5.2 and the
 // issue over sequences of reads of a fake proc (and sys) tree.
 func TestReadCPURules(t *testing.T) {
 	stat := func(rows ...string) map[string]string { return map[string]string{"proc/stat": cpuStatText(t, rows...)} }
@@ -458,7 +458,7 @@ func TestReadCPURules(t *testing.T) {
 	}
 }
 
-// TestReadCPULoadavg is CONFORMANCE.md §5.3 through a Prober; an
+// TestReadCPULoadavg is ARCHITECTURE.md case 5.3 through a Prober; an
 // unreadable or malformed loadavg is null loads and a load_error naming
 // the file (and the line and field), not an error.
 func TestReadCPULoadavg(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package hostprobe samples the host's hardware into JSON records: the
-// ds host producer, and ds wrap --host's (DESIGN.md §1: a producer, beside
+// ds host producer, and ds wrap --host's (ARCHITECTURE.md §1: a producer, beside
 // pkg/proc). It reads /proc/stat, /proc/loadavg, /proc/meminfo,
 // /proc/net/dev and the process's cgroup, runs nvidia-smi, and submits one
 // record per channel per interval to a frames producer:

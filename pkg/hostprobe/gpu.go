@@ -171,7 +171,7 @@ func freeText(f []string, from, to int) string {
 // line is one row: nvidia-smi never quotes, so a '"' is text like any
 // other. A name holding commas arrives as extra fields and is rejoined,
 // the numbers read from the end of the row, so no column shifts
-// (CONFORMANCE.md §5.5). It returns the GPUs in the output's order; no
+// (ARCHITECTURE.md case 5.5). It returns the GPUs in the output's order; no
 // rows gives an empty list.
 //
 // A field that is N/A, [N/A] or [Not Supported] is null for that field

@@ -88,7 +88,7 @@ type memState struct {
 }
 
 // ReadMem reads ProcRoot/meminfo and the memory controller of ds's
-// cgroup into a host.mem record (DESIGN.md §4): the named members in
+// cgroup into a host.mem record (ARCHITECTURE.md §4): the named members in
 // bytes, null when the kernel does not report them; UsedPct and
 // SwapUsedPct rounded to 0.01; Meminfo with every line; Cgroup only
 // when ds's cgroup or an ancestor has a memory limit (the smallest

@@ -28,7 +28,7 @@ const netDevColumns = 16
 // counters [NetCounters] keeps. A line that is not "name: 16 decimal
 // numbers" (too few or too many columns, a number that overflows uint64,
 // an empty name or one the kernel would refuse) is skipped, not an error
-// (CONFORMANCE.md §5.4); a file whose every interface line is skipped, or
+// (ARCHITECTURE.md case 5.4); a file whose every interface line is skipped, or
 // that has none, gives an empty list. Input that is not /proc/net/dev at
 // all — fewer than two lines, or a first or second line without the
 // header's '|' — is an error naming the line ("parse /proc/net/dev: line
@@ -69,7 +69,7 @@ func parseNetDev(b []byte, file string, fn func(name []byte, c *NetCounters)) er
 		name, rest, ok := bytes.Cut(line, []byte{':'})
 		name = bytes.TrimSpace(name)
 		if !ok || !validIfaceName(name) || !parseUints(rest, cols[:]) {
-			continue // malformed: skipped (CONFORMANCE.md §5.4)
+			continue // malformed: skipped (ARCHITECTURE.md case 5.4)
 		}
 		c = NetCounters{
 			RxBytes: cols[0], RxPackets: cols[1], RxErrors: cols[2], RxDropped: cols[3],

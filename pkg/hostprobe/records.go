@@ -7,7 +7,7 @@ import (
 
 // Schema names of the host records, carried in each record's "schema"
 // member and in the channel's catalog descriptor (frames.JSONRecord).
-// DESIGN.md §4 keeps the seed's names (host.cpu.v1, host.net.v1,
+// ARCHITECTURE.md §4 keeps the seed's names (host.cpu.v1, host.net.v1,
 // host.gpu.v1).
 const (
 	SchemaCPU = "host.cpu.v1"
@@ -16,7 +16,7 @@ const (
 	SchemaGPU = "host.gpu.v1"
 )
 
-// Channel names the sampler registers (DESIGN.md §4).
+// Channel names the sampler registers (ARCHITECTURE.md §4).
 const (
 	ChannelCPU = "host.cpu"
 	ChannelMem = "host.mem"
@@ -26,7 +26,7 @@ const (
 
 // Reset reasons: why a record's rates or percentages are null. A value is
 // null, never 0 and never made up, when it cannot be known from two reads
-// (CONFORMANCE.md §5.2).
+// (ARCHITECTURE.md case 5.2).
 const (
 	ResetFirst       = "first"        // no previous read of this counter (a priming read comes first)
 	ResetBackwards   = "backwards"    // a counter went down: a reset (driver reload, suspend/resume, a tick of jitter), not a wrap
@@ -102,7 +102,7 @@ type CPUTicks struct {
 }
 
 // Total is the sum of the columns that partition time: user, nice,
-// system, idle, iowait, irq, softirq and steal (CONFORMANCE.md §5.1:
+// system, idle, iowait, irq, softirq and steal (ARCHITECTURE.md case 5.1:
 // `cpu  100 2 50 800 10 1 3 4 0 0` totals 970).
 func (t CPUTicks) Total() uint64 {
 	return t.User + t.Nice + t.System + t.Idle + t.Iowait + t.IRQ + t.SoftIRQ + t.Steal
@@ -128,7 +128,7 @@ type CPUPercents struct {
 // CPUHost is the whole-host part of a host.cpu record.
 type CPUHost struct {
 	// LogicalCPUs counts the per-CPU rows of /proc/stat: the CPUs
-	// online at this read (CONFORMANCE.md §5.1).
+	// online at this read (ARCHITECTURE.md case 5.1).
 	LogicalCPUs int `json:"logical_cpus"`
 	CPUPercents
 	// Load1, Load5 and Load15 are /proc/loadavg's averages; null when
@@ -201,7 +201,7 @@ type CgroupCPU struct {
 	Error string `json:"error,omitempty"`
 }
 
-// CPURecord is one host.cpu record (DESIGN.md §4, seed host.cpu.v1).
+// CPURecord is one host.cpu record (ARCHITECTURE.md §4, seed host.cpu.v1).
 type CPURecord struct {
 	Sample
 	Host  CPUHost   `json:"host"`
@@ -211,7 +211,7 @@ type CPURecord struct {
 	Cgroup *CgroupCPU `json:"cgroup,omitempty"`
 }
 
-// MemRecord is one host.mem record: /proc/meminfo in bytes (DESIGN.md
+// MemRecord is one host.mem record: /proc/meminfo in bytes (ARCHITECTURE.md
 // §4). A member the kernel does not report is null.
 type MemRecord struct {
 	Sample
@@ -331,7 +331,7 @@ type NetInterface struct {
 	Wrapped []string `json:"wrapped,omitempty"`
 }
 
-// NetRecord is one host.net record (DESIGN.md §4, seed host.net.v1).
+// NetRecord is one host.net record (ARCHITECTURE.md §4, seed host.net.v1).
 type NetRecord struct {
 	Sample
 	Interfaces []NetInterface `json:"interfaces"`
@@ -342,7 +342,7 @@ type NetRecord struct {
 
 // GPU is one GPU of a host.gpu record, keyed by UUID. A field nvidia-smi
 // reports as N/A, [N/A] or [Not Supported] is null; the rest of the GPU,
-// and the other GPUs, are kept (CONFORMANCE.md §5.5).
+// and the other GPUs, are kept (ARCHITECTURE.md case 5.5).
 type GPU struct {
 	UUID           string   `json:"uuid"`
 	Index          *int     `json:"index"`
@@ -367,7 +367,7 @@ type GPUProcess struct {
 	UsedMemoryMiB *float64 `json:"used_memory_mib"`
 }
 
-// GPURecord is one host.gpu record (DESIGN.md §4, seed host.gpu.v1).
+// GPURecord is one host.gpu record (ARCHITECTURE.md §4, seed host.gpu.v1).
 type GPURecord struct {
 	Sample
 	// Available is false in the one record that says nvidia-smi is not

@@ -20,7 +20,7 @@ const MinInterval = 10 * time.Millisecond
 
 // Submitter is what a [Sampler] needs of a stream: frames.Producer
 // satisfies it. Records go through the ordinary bounded queue
-// (frames.Producer.SubmitBytes, spec §4.5): when it is full (a stalled
+// (frames.Producer.SubmitBytes, ARCHITECTURE.md rule 4.5): when it is full (a stalled
 // capture) a record is dropped before it gets a position and counted
 // there (the capture's datastream.health records place the loss), and the
 // sampler goes on with its schedule, so that no output can make it hold
@@ -104,7 +104,7 @@ func (c Channels) on(i int) bool {
 
 // NewSampler registers the selected channels on sub (JsonRecord channels
 // named ChannelCPU, …, whose catalog schema is the channel name, as
-// DESIGN.md §4 gives them; each record's own "schema" member is the
+// ARCHITECTURE.md §4 gives them; each record's own "schema" member is the
 // seed's versioned name, SchemaCPU, …) and returns a sampler. It
 // returns an error when Interval is below MinInterval, Count or Duration
 // is negative, or a registration fails (a channel of that name registered

@@ -86,7 +86,7 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkCapture measures the capture path of ds wrap (DESIGN.md §7): a
+// BenchmarkCapture measures the capture path of ds wrap (ARCHITECTURE.md §7): a
 // child (cat) writing DS_PROC_BENCH_MIB MiB (default 64) of 100-byte lines
 // as fast as it can, through Run with pass-through to /dev/null. Each
 // iteration also times, untimed by the benchmark itself, the same child

@@ -65,7 +65,7 @@ func (s *ChannelStats) submit(p Producer, payload []byte) {
 	s.DroppedBytes += n
 }
 
-// framer cuts a byte stream into text frames (DESIGN.md §4): a frame ends at
+// framer cuts a byte stream into text frames (ARCHITECTURE.md §4): a frame ends at
 // the last newline that fits in MaxFrameSize bytes, so one read of many lines
 // becomes few frames; bytes with no newline wait in pending (never more than
 // maxFrame bytes) until a newline, the idle flush, EOF, or until pending plus

@@ -1,5 +1,5 @@
 // Package proc supervises the child process of ds wrap. It is the producer
-// side of the pipeline for process output (DESIGN.md §1): it starts the
+// side of the pipeline for process output (ARCHITECTURE.md §1): it starts the
 // command, passes stdin through, copies the child's stdout and stderr to the
 // caller's writers as soon as they are read, and submits the same bytes, and
 // the child's lifecycle, as frames to a [Producer] (in ds, a frames.Endpoint's
@@ -10,7 +10,7 @@
 // # Channels
 //
 // [Run] registers, for a label L ([CleanLabel] of Options.Label, or
-// [LabelFromCommand] of argv[0]; CONFORMANCE.md §5.6):
+// [LabelFromCommand] of argv[0]; ARCHITECTURE.md case 5.6):
 //
 //	proc.L.stdout     TextStream                 the child's stdout bytes, verbatim
 //	proc.L.stderr     TextStream                 the child's stderr bytes, verbatim (not in PTY mode)
@@ -21,7 +21,7 @@
 // Output is read in chunks of up to 256 KiB from pipes enlarged to 1 MiB
 // (in the order below, under Order between stdout and stderr).
 // Each chunk goes to the pass-through writer first, then is cut into frames
-// (DESIGN.md §4): a frame ends at the last newline within MaxFrameSize bytes,
+// (ARCHITECTURE.md §4): a frame ends at the last newline within MaxFrameSize bytes,
 // so a chunk holding many lines becomes one frame (or a few), not one frame
 // per line; views rejoin consecutive frames of a text channel. Bytes after
 // the last newline wait as a partial line; they go out with the next newline,
@@ -78,7 +78,7 @@
 //
 // # Lifecycle records
 //
-// The field names are a stable contract (DESIGN.md §4); readers must ignore
+// The field names are a stable contract (ARCHITECTURE.md §4); readers must ignore
 // fields they do not know. Times are in nanoseconds, sizes in bytes.
 //
 //	{"event":"started","pid":4242,"argv":["make","test"],"path":"/usr/bin/make",
@@ -132,7 +132,7 @@
 //
 // # Exit status
 //
-// Result.ExitCode follows the shell (DESIGN.md §5): the child's exit code;
+// Result.ExitCode follows the shell (ARCHITECTURE.md §5): the child's exit code;
 // 128+N when signal N killed it (KILL → 137, SEGV → 139); 127 when the
 // command is not found; 126 when it is found but cannot be executed
 // (permission denied, not executable, a directory, a missing "#!"

@@ -43,7 +43,7 @@ func (r *stdinAfter) Read(b []byte) (int, error) {
 	return copy(b, "\n"), nil
 }
 
-// TestEndpointAdapter is CONFORMANCE.md §2.10 with a real frames.Endpoint:
+// TestEndpointAdapter is ARCHITECTURE.md case 2.10 with a real frames.Endpoint:
 // proc.trainer.stdout/stderr registered; hello\n on stdout then warn\n on
 // stderr → two frames, in that order, bytes exact, on the right channels,
 // between the started and exited records. The child waits for the stdout

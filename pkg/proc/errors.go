@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// Exit codes ds wrap uses when the child never ran (DESIGN.md §5, as POSIX
+// Exit codes ds wrap uses when the child never ran (ARCHITECTURE.md §5, as POSIX
 // shells do).
 const (
 	// ExitNotFound: the command was not found (no such file, or not in PATH).

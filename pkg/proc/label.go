@@ -46,7 +46,7 @@ func (e *LabelError) Is(target error) bool { return target == ErrInvalidLabel }
 // (proc.<label>.stdout) and capture file names (<label>-TIME.dss): it trims
 // white space, lower-cases, replaces every run of bytes outside [a-z0-9_-]
 // with a single '_', and trims leading and trailing '_'. A multi-byte UTF-8
-// character is such a run. The rewrite is CONFORMANCE.md §5.6:
+// character is such a run. The rewrite is ARCHITECTURE.md case 5.6:
 // "trainer.0/foo" → "trainer_0_foo", "  GPU Worker  " → "gpu_worker".
 //
 // The cleaned label must then follow [LabelRule]: it must contain a letter
@@ -54,7 +54,7 @@ func (e *LabelError) Is(target error) bool { return target == ErrInvalidLabel }
 // it must not start with '-' (a file named "-x-TIME.dss" or "---TIME.dss"
 // reads as an option to every other tool). Otherwise CleanLabel returns a
 // *[LabelError], which matches [ErrInvalidLabel], and also [ErrEmptyLabel]
-// when nothing is left at all (CONFORMANCE.md §5.6: "a label that cleans to
+// when nothing is left at all (ARCHITECTURE.md case 5.6: "a label that cleans to
 // nothing is an error").
 //
 // CleanLabel is idempotent; a caller that wants to tell the user about a
@@ -102,7 +102,7 @@ func CommandBase(argv0 string) string {
 }
 
 // LabelFromCommand derives the default label of a wrapped command from its
-// argv[0]: [CleanLabel] of [CommandBase] (CONFORMANCE.md §5.6:
+// argv[0]: [CleanLabel] of [CommandBase] (ARCHITECTURE.md case 5.6:
 // "/usr/bin/python3" → "python3", "./bin/train.v2" → "train_v2"). Taking the
 // base name is not a rewrite; cleaning it may be ("train.v2" → "train_v2").
 // It returns CleanLabel's *[LabelError] when the base name breaks

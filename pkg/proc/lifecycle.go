@@ -10,7 +10,7 @@ import (
 )
 
 // LifecycleSchema is the schema name of the lifecycle channel's content,
-// frames.JSONRecord(LifecycleSchema) (DESIGN.md §4).
+// frames.JSONRecord(LifecycleSchema) (ARCHITECTURE.md §4).
 const LifecycleSchema = "proc.lifecycle"
 
 // Lifecycle event names: the "event" field of a lifecycle record. The

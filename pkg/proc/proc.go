@@ -186,7 +186,7 @@ type Result struct {
 	Label string
 	// PID is the child's process id; 0 if it never started.
 	PID int
-	// ExitCode is the status ds wrap exits with (DESIGN.md §5): the
+	// ExitCode is the status ds wrap exits with (ARCHITECTURE.md §5): the
 	// child's exit code; 128+N when signal N killed it (KILL → 137,
 	// SEGV → 139); ExitNotFound (127) or ExitCannotExecute (126) when it
 	// could not be started; ExitFailure (1) when ds failed first.

@@ -75,7 +75,7 @@ func pathFromEnv(env []string) string {
 }
 
 // classifyStartError maps a failure of lookPath or os.StartProcess to the
-// error kept in a StartError and the exit code (DESIGN.md §5): ENOENT for a
+// error kept in a StartError and the exit code (ARCHITECTURE.md §5): ENOENT for a
 // file that does not exist is 127; anything else (EACCES, ENOEXEC, EISDIR,
 // ENOENT for a missing "#!" interpreter, ...) is 126.
 func classifyStartError(err error, path, dir string) (int, error) {

@@ -51,10 +51,10 @@ const (
 	// ItemFrame is a frame in position order.
 	ItemFrame ItemKind = iota + 1
 	// ItemGap is an interior hole: positions Gap.From..Gap.To were assigned
-	// by the producer but never arrived (spec §7.3).
+	// by the producer but never arrived (ARCHITECTURE.md rule 7.3).
 	ItemGap
 	// ItemConflict is a frame refused because another payload was already
-	// stored for its position (first wins, spec §7.2; DESIGN.md §6 asks that
+	// stored for its position (first wins, ARCHITECTURE.md rule 7.2; ARCHITECTURE.md §6 asks that
 	// the conflict be reported). Frame holds the refused frame.
 	ItemConflict
 	// ItemLate is a frame that arrived after its stream had gone past its
@@ -155,11 +155,11 @@ type AssemblerOptions struct {
 	Compare int
 }
 
-// Assembler is streaming ingest (spec §7): it rebuilds each stream by
+// Assembler is streaming ingest (ARCHITECTURE.md §9): it rebuilds each stream by
 // position from deliveries in any order. Frames come out in position order
 // per stream; duplicates collapse (first wins) and a different payload for
 // a stored position is reported as a conflict; an interior hole comes out as
-// a gap; a leading or trailing absence is not a gap (CONFORMANCE §3.4).
+// a gap; a leading or trailing absence is not a gap (ARCHITECTURE.md case 3.4).
 // Streams are keyed by (node, life) and never merge.
 //
 // # Order independence
@@ -169,7 +169,7 @@ type AssemblerOptions struct {
 // guessed: a gap is declared only by [Assembler.Flush] (at the end of
 // input, or when a live input has gone quiet), never because frames were
 // held for long, so any order of arrival, any cut of the input and any
-// duplication give the same frames in the same order (seed §9.1
+// duplication give the same frames in the same order (ARCHITECTURE.md §6
 // invariant 11). What is held is bounded in memory, not on disk: past
 // AssemblerOptions.Memory bytes, every stream's held frames are sorted
 // and spilled to a temporary file, as sort(1) does, and read back in
@@ -226,7 +226,7 @@ type AssemblerOptions struct {
 // remember of their history: up to 8 runs (16 bytes each) and 16 hashes
 // (24 bytes each) per stream that had gaps or disorder, and beyond that a
 // history budget of 8 MiB for all streams together. The work per frame is
-// O(log held), independent of position spans (CONFORMANCE §3.4:
+// O(log held), independent of position spans (ARCHITECTURE.md case 3.4:
 // positions 0 and 2^64−1).
 //
 // Call [Assembler.Close] when done: it closes the spill files. A spill

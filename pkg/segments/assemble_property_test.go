@@ -1,6 +1,6 @@
 package segments_test
 
-// Property tests of the Assembler (DESIGN.md §6, CONFORMANCE.md §3):
+// Property tests of the Assembler (ARCHITECTURE.md §6, ARCHITECTURE.md cases 3):
 // streams of several nodes and lives are generated at random, delivered
 // through the fault-injection transport (pkg/segments/internal/faults) —
 // frames or whole segments dropped, duplicated, reordered, delayed — and
@@ -424,7 +424,7 @@ func propDescribe(world []propStream) string {
 	return b.String()
 }
 
-// Through the Assembler, frame by frame (DESIGN.md §6): whatever the
+// Through the Assembler, frame by frame (ARCHITECTURE.md §6): whatever the
 // transport does — drops, duplicates, reversed windows, permutations,
 // delays — each stream comes out as its distinct delivered positions in
 // order, each with its first copy's payload (unknown channels whole, the
@@ -518,7 +518,7 @@ func TestPropertyAssemblerFrames(t *testing.T) {
 	}
 }
 
-// Conflicts (CONFORMANCE §3.2, DESIGN.md §6): a different payload for a
+// Conflicts (ARCHITECTURE.md case 3.2, ARCHITECTURE.md §6): a different payload for a
 // delivered identity, in any order and any number of copies, never
 // replaces the first copy to arrive; with AssemblerOptions.Compare each
 // later copy that differs from the winner is reported as a conflict

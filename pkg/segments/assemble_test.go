@@ -13,7 +13,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/frames"
 )
 
-var S = frames.StreamID{Node: "node-alpha", Life: 1} // CONFORMANCE.md notation
+var S = frames.StreamID{Node: "node-alpha", Life: 1} // ARCHITECTURE.md §8 notation
 
 // run feeds frames in the given order and returns the items, flushed.
 func run(window int, fs ...frames.Frame) []Item {
@@ -74,7 +74,7 @@ func TestAssemblerConformance(t *testing.T) {
 		in   []frames.Frame
 		want []string
 	}{
-		// CONFORMANCE §3.1: drop position 1, reverse the rest.
+		// ARCHITECTURE.md case 3.1: drop position 1, reverse the rest.
 		{"drop and reverse", []frames.Frame{fr(3, "bye"), fr(2, "peer moved"), fr(0, "res0")}, []string{"0", "gap1-1", "2", "3"}},
 		// §3.4
 		{"only position 3: no leading gap", []frames.Frame{fr(3, "x")}, []string{"3"}},
@@ -119,7 +119,7 @@ func odds(from, to uint64) (fs []frames.Frame) {
 	return fs
 }
 
-// CONFORMANCE §3.5: drop 4..7 of 0..15, deliver in reversed windows of 3.
+// ARCHITECTURE.md case 3.5: drop 4..7 of 0..15, deliver in reversed windows of 3.
 func TestAssemblerReversedWindows(t *testing.T) {
 	var kept []frames.Frame
 	for _, f := range seq(0, 15) {
@@ -137,7 +137,7 @@ func TestAssemblerReversedWindows(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §3.3: incarnations never merge.
+// ARCHITECTURE.md case 3.3: incarnations never merge.
 func TestAssemblerLivesNeverMerge(t *testing.T) {
 	var got []Item
 	a := NewAssembler(0, func(it Item) { got = append(got, keep(it)) })
@@ -201,7 +201,7 @@ func TestAssemblerLateFrame(t *testing.T) {
 	}
 }
 
-// Property (DESIGN.md §6: order independence, idempotent ingest): any
+// Property (ARCHITECTURE.md §6: order independence, idempotent ingest): any
 // permutation with duplicates, within the window, yields the same frames
 // and gaps as in-order delivery.
 func TestAssemblerPropertyOrderIndependence(t *testing.T) {
@@ -427,7 +427,7 @@ func TestAssemblerOverlappingCopies(t *testing.T) {
 }
 
 // A stream cut anywhere into pieces read in any order, with copies, gives
-// what it gives in order (seed §9.1 invariant 11).
+// what it gives in order (ARCHITECTURE.md §6 invariant 11).
 func TestAssemblerCutAnywhere(t *testing.T) {
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 7))

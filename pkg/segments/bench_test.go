@@ -10,7 +10,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/frames"
 )
 
-// benchLines are 100-byte log lines (DESIGN.md §7's frame size), varied
+// benchLines are 100-byte log lines (ARCHITECTURE.md §7's frame size), varied
 // enough that zstd does not see one line repeated.
 var benchLines = func() [][]byte {
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -17,7 +17,7 @@ import (
 )
 
 // This file builds captures the way ds wrap does and measures their size
-// (against zstd -3 of the raw text, DESIGN.md §7) and the Writer's speed.
+// (against zstd -3 of the raw text, ARCHITECTURE.md §7) and the Writer's speed.
 
 // wrapFrameSize is the largest text frame of ds wrap (proc.DefaultMaxFrameSize).
 const wrapFrameSize = 64 << 10
@@ -299,7 +299,7 @@ func TestWrapCapture(t *testing.T) {
 
 // BenchmarkCaptureSize reports the size of a zstd capture of each sample
 // text, as ds wrap writes it, as a multiple of zstd -3 of the raw text
-// (x-zstd3; the target is 1.1, DESIGN.md §7), and the Writer's speed at
+// (x-zstd3; the target is 1.1, ARCHITECTURE.md §7), and the Writer's speed at
 // building it, for full 64 KiB frames and for the smaller frames of a
 // child that writes a little at a time. It runs zstd(1), and skips
 // without it.

@@ -1,6 +1,6 @@
 // Package segments writes and reads DSS captures, the segment files and
 // byte streams of ds (specification: man/ds-format.5, ds-format(5)). It is
-// the transport and ingest stage of the pipeline (DESIGN.md §1):
+// the transport and ingest stage of the pipeline (ARCHITECTURE.md §1):
 //
 //	producers → endpoint/catalog → mux → fanout → transport → ingest → views
 //	                                              └──── segments ────┘

@@ -1,7 +1,7 @@
 package segments_test
 
 // Property tests of merge and the store through the fault-injection
-// transport (issue 10, item 6; DESIGN.md §6): captures of generated
+// transport (issue 10, item 6; ARCHITECTURE.md §6): captures of generated
 // streams (see assemble_property_test.go) are cut into files anywhere,
 // their segments dropped, duplicated, reordered and delayed, and merged
 // (segments.Merge) or ingested (Store.Ingest) in any order; the frames

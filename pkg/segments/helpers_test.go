@@ -14,7 +14,7 @@ import (
 )
 
 // Test vocabulary: stream S = node-alpha#1 with the channels of
-// CONFORMANCE.md (C1 JSON, C2 and C3 text), and a second stream T.
+// ARCHITECTURE.md §8 (C1 JSON, C2 and C3 text), and a second stream T.
 var (
 	streamS = frames.StreamID{Node: "node-alpha", Life: 1}
 	streamT = frames.StreamID{Node: "node-beta", Life: 1732953600123456789}

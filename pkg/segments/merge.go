@@ -155,7 +155,7 @@ func (d *InputDamage) Error() string {
 func (d *InputDamage) Unwrap() error { return d.Err }
 
 // ConflictError reports a frame whose position was already stored with a
-// different payload (DESIGN.md §6: first wins, and the conflict is
+// different payload (ARCHITECTURE.md §6: first wins, and the conflict is
 // reported): found in Input ("" when found at the end, among frames held
 // back), of channel Channel.
 type ConflictError struct {
@@ -205,7 +205,7 @@ var ErrNotDSS = errors.New("not a DSS capture (ds merge reads DSS captures only)
 const MergeCompare = 1 << 14
 
 // Merge reads inputs, in order, and writes to w one canonical capture of
-// every stream they hold (ds merge; DESIGN.md §5, issue "merge"). Each
+// every stream they hold (ds merge; ARCHITECTURE.md §5, issue "merge"). Each
 // input must be a DSS capture (a concatenation of segments of any
 // streams); one that is not is an error wrapping [ErrNotDSS].
 //

@@ -7,11 +7,11 @@ import (
 	"github.com/ds-telemetry/ds/pkg/wireformat"
 )
 
-// The seed system's byte streams (CONFORMANCE.md §4: the DSQ1 transport
+// The seed system's byte streams (ARCHITECTURE.md cases 4: the DSQ1 transport
 // stream and the legacy delivery envelope), and the names of the DSS
 // format a reader of several formats needs, given here so that the views,
 // which read every transport through this package, never import
-// pkg/wireformat themselves (DESIGN.md §1: cmd/ds → views → segments →
+// pkg/wireformat themselves (ARCHITECTURE.md §1: cmd/ds → views → segments →
 // wireformat → frames).
 
 // Header is a segment header (wireformat.Header), as [Entry] carries it.

@@ -96,7 +96,7 @@ func storeOpen(path string) (*os.File, error) {
 // A Store is a directory of streams that [Store.Ingest] grows from
 // captures: each stream (node, life) rebuilt by position, every frame kept
 // once (first copy wins), whatever order, copies and cuts the captures
-// arrive in (DESIGN.md §1 "ingest/store"; CONFORMANCE.md §3, §6). Views
+// arrive in (ARCHITECTURE.md §1 "ingest/store"; ARCHITECTURE.md cases 3, §6). Views
 // read a store like a capture, through [Store.Streams] and
 // [Store.OpenStream].
 //

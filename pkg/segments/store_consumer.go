@@ -48,7 +48,7 @@ func (s *Store) consumerPath(name string) string {
 	return filepath.Join(s.dir, storeConsumers, storeConsumerFile(name))
 }
 
-// checkConsumerName refuses the empty name (CONFORMANCE §6.2: a key must
+// checkConsumerName refuses the empty name (ARCHITECTURE.md case 6.2: a key must
 // be non-empty, at every entry point).
 func checkConsumerName(name string) error {
 	if name == "" {
@@ -80,7 +80,7 @@ func (s *Store) readConsumer(name string) (*storeConsumerJSON, error) {
 // Consumer returns the cursor saved for consumer name: per stream, the
 // last position it consumed. found is false, with no error, for a
 // consumer that never saved one (it starts at the oldest kept frame,
-// CONFORMANCE §6.4). The map is the caller's. It reads without the lock.
+// ARCHITECTURE.md case 6.4). The map is the caller's. It reads without the lock.
 func (s *Store) Consumer(name string) (cur map[frames.StreamID]frames.Position, found bool, err error) {
 	if err := checkConsumerName(name); err != nil {
 		return nil, false, err
@@ -97,7 +97,7 @@ func (s *Store) Consumer(name string) (cur map[frames.StreamID]frames.Position, 
 }
 
 // SaveConsumer saves cur as consumer name's cursor, monotonically
-// (CONFORMANCE §6.4): per stream the saved position becomes the larger of
+// (ARCHITECTURE.md case 6.4): per stream the saved position becomes the larger of
 // the one saved and the one given, so a save below the saved cursor is a
 // silent no-op, and streams not in cur keep theirs. It writes the
 // consumer's file atomically (temporary file, sync, rename, directory

@@ -474,7 +474,7 @@ func TestStoreCatalogConflict(t *testing.T) {
 	}
 }
 
-// stTrimStore is CONFORMANCE §6's store: S with positions 0..9, one frame
+// stTrimStore is ARCHITECTURE.md cases 6's store: S with positions 0..9, one frame
 // each, in the chunks 0–2, 3–6 and 7–9.
 func stTrimStore(t *testing.T) *Store {
 	s := stNewStore(t)
@@ -1068,7 +1068,7 @@ func TestTrimmedRecord(t *testing.T) {
 	}
 }
 
-// TestStoreConformance3 plays CONFORMANCE §3.1, §3.4 and §3.5 through the
+// TestStoreConformance3 plays ARCHITECTURE.md case 3.1, §3.4 and §3.5 through the
 // store: frames delivered one capture each, in the transport's order,
 // come back each once, in position order, holes where they were lost.
 func TestStoreConformance3(t *testing.T) {

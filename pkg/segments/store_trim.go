@@ -25,7 +25,7 @@ type TrimReport struct {
 	Files  int    // chunk files deleted
 }
 
-// Trim trims stream id to the horizon before (CONFORMANCE §6.5; the
+// Trim trims stream id to the horizon before (ARCHITECTURE.md case 6.5; the
 // seed's trim_to(before−1)): it raises the stream's recorded horizon to
 // before, atomically, and deletes every chunk whose frames are all below
 // it. A chunk that straddles the horizon stays, and [Store.OpenStream]'s
@@ -295,7 +295,7 @@ func (s *Store) planBytes(keep int64) ([]TrimReport, error) {
 // before on (a NATS JetStream stream whose retention limits removed its
 // oldest messages before they were ingested): it raises the stream's trim
 // horizon to before, so that views show the earlier positions as trimmed,
-// not missing (spec 004: reads resume at the horizon; DESIGN.md: the
+// not missing (spec 004: reads resume at the horizon; ARCHITECTURE.md: the
 // trim horizon is never reported as loss). It deletes nothing and changes
 // nothing when the store holds a frame of the stream below before (those
 // frames were really stored, and what lies between them and before is a

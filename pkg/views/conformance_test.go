@@ -10,7 +10,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
-// The views part of CONFORMANCE.md §3 that the assembler and printer
+// The views part of ARCHITECTURE.md cases 3 that the assembler and printer
 // tests do not cover on their own: every view over the same captures.
 
 // conformanceCapture writes one stream of frames (channel 1 text

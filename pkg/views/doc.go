@@ -1,5 +1,5 @@
 // Package views is the read side of the datastream and the only place that
-// decodes payloads (spec §8; DESIGN.md §1). It sits at the end of the
+// decodes payloads (ARCHITECTURE.md §9; ARCHITECTURE.md §1). It sits at the end of the
 // pipeline:
 //
 //	capture files → segments.Reader → views (assemble, render) → cmd/ds
@@ -23,7 +23,7 @@
 //
 // [segments.Assembler] (segments.Assembler: ingest lives below the views) rebuilds
 // each stream by position, collapses duplicates (first wins), reports
-// conflicting duplicates and derives interior gaps (spec §7). It
+// conflicting duplicates and derives interior gaps (ARCHITECTURE.md §9). It
 // identifies frames by position: a repeated position is a duplicate only
 // if that position was seen; payloads are hashed only where a conflict
 // can be told from a copy cheaply (see [segments.Assembler]). It never guesses a
@@ -33,7 +33,7 @@
 // resolving channel names from the catalog carried in segment headers and
 // ChannelDeclared records. A view
 // never fails because one payload is unknown or invalid: such payloads are
-// shown raw, escaped (spec §8.3).
+// shown raw, escaped (ARCHITECTURE.md rule 8.3).
 //
 // Frames carry no timestamp. A frame's time is the latest
 // datastream.clock reading that precedes it in its stream (by position);
@@ -80,7 +80,7 @@
 // line the stream never finished is printed, as it is, when the stream
 // ends. Hidden channels (the writer's own, by default) cut nothing.
 //
-// Reading takes bounded memory whatever the input (DESIGN.md §7), because
+// Reading takes bounded memory whatever the input (ARCHITECTURE.md §7), because
 // nothing here keeps payloads in memory beyond the assembler's bound:
 //
 //   - the [segments.Assembler] holds out-of-order frames in memory up to

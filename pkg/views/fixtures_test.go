@@ -191,5 +191,5 @@ func TestViewFixtures(t *testing.T) {
 	}
 }
 
-// S is the stream of CONFORMANCE.md's notation.
+// S is the stream of ARCHITECTURE.md §8's notation.
 var S = frames.StreamID{Node: "node-alpha", Life: 1}

@@ -61,7 +61,7 @@ func TestLatest(t *testing.T) {
 			"node-alpha#1 datastream.clock 5 " + srClock(100),
 			"node-alpha#1 datastream.health 7 " + `{"assigned":8}`,
 		}},
-		{"CONFORMANCE §3.10: nothing there", []string{"membership"}, nil},
+		{"ARCHITECTURE.md case 3.10: nothing there", []string{"membership"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -44,7 +44,7 @@ func on(ch frames.ChannelID, pos uint64, payload string) frames.Frame {
 
 const res0 = `{"cpu_pct": 12.5, "mem_mb": 1024}`
 
-// CONFORMANCE §3.7: names resolve; a record, a gap, then text.
+// ARCHITECTURE.md case 3.7: names resolve; a record, a gap, then text.
 func TestLogTextMergedWithNames(t *testing.T) {
 	got := printItems(t, LogOptions{}, on(1, 0, res0), on(2, 2, "hello"))
 	want := "" +
@@ -56,7 +56,7 @@ func TestLogTextMergedWithNames(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §3.7, §3.6: what cannot be decoded is shown raw, escaped.
+// ARCHITECTURE.md case 3.7, §3.6: what cannot be decoded is shown raw, escaped.
 func TestLogTextRawFallbacks(t *testing.T) {
 	cyclic := make([]byte, 16)
 	for i := range cyclic {

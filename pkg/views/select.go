@@ -17,7 +17,7 @@ import (
 )
 
 // Selection is what a view shows of its inputs: the filters every view
-// shares (DESIGN.md §5, "Shared filters"). The zero Selection selects
+// shares (ARCHITECTURE.md §5, "Shared filters"). The zero Selection selects
 // everything. Within one kind of filter any entry may match (--node a
 // --node b: either node); across kinds all must (--node a --content text).
 //

@@ -95,7 +95,7 @@ type SeriesOptions struct {
 // doc); rows before the first reading have none. A frame whose payload is
 // not JSON is no row: it is counted in [SeriesStats].Skipped.
 //
-// CONFORMANCE §3.8: a series never picks frames of other channels. §3.9:
+// ARCHITECTURE.md case 3.8: a series never picks frames of other channels. §3.9:
 // a path the record lacks has no value (null, an empty cell), and fields
 // not asked for are ignored.
 //

@@ -18,7 +18,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
-// The CONFORMANCE.md notation: S = node-alpha#1 (srA), C1 host.resource (JSON),
+// The ARCHITECTURE.md §8 notation: S = node-alpha#1 (srA), C1 host.resource (JSON),
 // C2 proc.trainer.stdout (text), C3 membership (text); ds adds the
 // writer's clock (C4) and health (C5) channels.
 var (
@@ -112,7 +112,7 @@ func srJSONRows(t *testing.T, out string) []map[string]any {
 	return rows
 }
 
-// CONFORMANCE §3.8: a series never picks frames from other channels.
+// ARCHITECTURE.md case 3.8: a series never picks frames from other channels.
 func TestSeriesConformanceOtherChannels(t *testing.T) {
 	evs := []srEv{{srA, 1, 0, srRes(0)}, {srA, 2, 1, "log"}, {srA, 1, 2, srRes(2)}}
 	out, st := runSeries(t, SeriesOptions{Channels: srChan("host.resource")}, evs)
@@ -127,7 +127,7 @@ func TestSeriesConformanceOtherChannels(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §3.9: missing fields have no value, extra fields are ignored.
+// ARCHITECTURE.md case 3.9: missing fields have no value, extra fields are ignored.
 func TestSeriesConformanceVersionSkew(t *testing.T) {
 	evs := []srEv{{srA, 1, 0, `{"cpu_pct":42.0,"new_field":{"x":1}}`}}
 	out, _ := runSeries(t, SeriesOptions{Channels: srChan("host.resource"), Fields: []string{"cpu_pct", "mem_mb"}}, evs)
@@ -145,7 +145,7 @@ func TestSeriesConformanceVersionSkew(t *testing.T) {
 	}
 }
 
-// CONFORMANCE §3.10: an empty stream has an empty series.
+// ARCHITECTURE.md case 3.10: an empty stream has an empty series.
 func TestSeriesEmpty(t *testing.T) {
 	for _, f := range []struct {
 		format SeriesFormat

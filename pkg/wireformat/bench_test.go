@@ -6,7 +6,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/frames"
 )
 
-// benchPayload is a 100-byte log line, the frame size of DESIGN.md §7.
+// benchPayload is a 100-byte log line, the frame size of ARCHITECTURE.md §7.
 var benchPayload = []byte("2026-11-30T08:00:00.123Z INFO  http request served method=GET path=/api/v1/items/42 status=200 ms=3\n")
 
 func BenchmarkAppendFrame(b *testing.B) {

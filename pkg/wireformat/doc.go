@@ -1,5 +1,5 @@
 // Package wireformat turns one unit of the ds byte formats into bytes and
-// back. It is the transport encoding stage of the pipeline (DESIGN.md §1):
+// back. It is the transport encoding stage of the pipeline (ARCHITECTURE.md §1):
 //
 //	producers → endpoint/catalog → mux → fanout → transport → ingest → views
 //	                                              └ wireformat (bytes) ┘
@@ -47,6 +47,6 @@
 //
 // The package also decodes the byte streams of the seed system, which ds
 // imports: the legacy delivery envelope ([DecodeLegacyDelivery]) and the
-// catalog-aware DSQ1 transport stream ([NewDSQ1Reader]); see CONFORMANCE.md
+// catalog-aware DSQ1 transport stream ([NewDSQ1Reader]); see ARCHITECTURE.md §8
 // §4.
 package wireformat

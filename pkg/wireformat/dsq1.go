@@ -81,7 +81,7 @@ var (
 // event per record.
 //
 // The DSQ1 catalog-aware transport stream is the byte stream of the seed
-// system's QUIC adapter (seed 000 §6.4, CONFORMANCE.md §4). ds reads it to
+// system's QUIC adapter (ARCHITECTURE.md rule 6.4, ARCHITECTURE.md cases 4). ds reads it to
 // import captures of the original system; ds's own captures use DSS. All
 // integers are little-endian.
 //
@@ -425,7 +425,7 @@ func AppendDSQ1Header(dst []byte, flowID [16]byte, token []byte, desc frames.Str
 //     stream, the header's, and the caller must not mix in others;
 //   - EventStreamEnded: a StreamEnded record (the stream is implied, too);
 //   - EventStreamDeclared: nothing, and no error. As in the original, the
-//     stream descriptor travels in the header only (seed 000 §6.4).
+//     stream descriptor travels in the header only (ARCHITECTURE.md rule 6.4).
 //
 // It returns dst unchanged and [ErrDSQ1Event] for any other event or a
 // ChannelDeclared event without descriptor, [ErrDSQ1TooLarge] for JSON over

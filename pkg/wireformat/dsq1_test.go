@@ -17,7 +17,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/frames"
 )
 
-// The notation of CONFORMANCE.md: stream S = node-alpha#1 and its channels.
+// The notation of ARCHITECTURE.md §8: stream S = node-alpha#1 and its channels.
 var (
 	dsq1S      = frames.StreamID{Node: "node-alpha", Life: 1}
 	dsq1Flow   = [16]byte{0: 0xf1, 15: 0x0f}
@@ -27,7 +27,7 @@ var (
 	dsq1C2     = frames.ChannelDescriptor{Stream: dsq1S, ID: 2, Name: "proc.trainer.stdout", Content: frames.TextStream()}
 )
 
-// dsq1AlphaRecord is the worked example of CONFORMANCE.md §4: the frame
+// dsq1AlphaRecord is the worked example of ARCHITECTURE.md cases 4: the frame
 // (channel 1, position 0, "alpha").
 const dsq1AlphaRecord = "16 00 00 00 02 01 00 00 00 00 00 00 00 00 00 00 00 05 00 00 00 61 6C 70 68 61"
 
@@ -158,7 +158,7 @@ func TestDSQ1HeaderEmptyTokenNoChannels(t *testing.T) {
 	}
 }
 
-// TestDSQ1Reader covers every case of CONFORMANCE.md §4 for the DSQ1 stream,
+// TestDSQ1Reader covers every case of ARCHITECTURE.md cases 4 for the DSQ1 stream,
 // plus ds's stricter rules.
 func TestDSQ1Reader(t *testing.T) {
 	hdr := dsq1Header(t)

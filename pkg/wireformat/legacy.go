@@ -28,7 +28,7 @@ var (
 // envelope.
 //
 // The legacy delivery envelope is the seed system's encoding of one
-// [frames.Delivery] (seed 000 §6.4, CONFORMANCE.md §4). It has no magic, no
+// [frames.Delivery] (ARCHITECTURE.md rule 6.4, ARCHITECTURE.md cases 4). It has no magic, no
 // version and no outer length: one envelope is exactly one byte slice. All
 // integers are little-endian:
 //

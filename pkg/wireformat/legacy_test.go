@@ -14,7 +14,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/frames"
 )
 
-// unhex decodes space-separated hex bytes, as CONFORMANCE.md writes them.
+// unhex decodes space-separated hex bytes, as ARCHITECTURE.md §8 writes them.
 func unhex(t testing.TB, s string) []byte {
 	t.Helper()
 	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
@@ -24,7 +24,7 @@ func unhex(t testing.TB, s string) []byte {
 	return b
 }
 
-// legacyExample is the worked example of CONFORMANCE.md §4: stream n1#7,
+// legacyExample is the worked example of ARCHITECTURE.md cases 4: stream n1#7,
 // position 2, channel 3, payload "hi".
 const legacyExample = "02 00 00 00 6E 31 07 00 00 00 00 00 00 00 02 00 00 00 00 00 00 00 03 00 00 00 02 00 00 00 68 69"
 
@@ -106,7 +106,7 @@ func TestDecodeLegacyDelivery(t *testing.T) {
 }
 
 // TestDecodeLegacyDeliveryTruncated checks that every proper prefix of the
-// worked example is reported as truncated (CONFORMANCE.md §4).
+// worked example is reported as truncated (ARCHITECTURE.md cases 4).
 func TestDecodeLegacyDeliveryTruncated(t *testing.T) {
 	example := unhex(t, legacyExample)
 	for i := range len(example) {

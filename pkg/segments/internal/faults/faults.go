@@ -1,7 +1,7 @@
 // Package faults is a seeded fault-injection transport for tests of
 // ingest: it does to a sequence of pieces (the encoded records or frames
 // of captures, whole segments, or whole files) what the transports of
-// DESIGN.md §1 may do on the way from a producer to a store — drop,
+// ARCHITECTURE.md §1 may do on the way from a producer to a store — drop,
 // duplicate, reorder, delay — and cuts captures into files at any byte
 // offset, the way a copy, a rotation or a crash does.
 //

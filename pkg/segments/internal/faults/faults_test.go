@@ -31,7 +31,7 @@ func TestReverseWindows(t *testing.T) {
 	}
 }
 
-// CONFORMANCE.md §3.5: drop 4..7 of 0..15 and deliver in reversed
+// ARCHITECTURE.md case 3.5: drop 4..7 of 0..15 and deliver in reversed
 // windows of 3.
 func TestDropThenReverse(t *testing.T) {
 	tr := faults.New(1, 16)
