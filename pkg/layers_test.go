@@ -1,13 +1,14 @@
-// Package pkg_test enforces the package map of ARCHITECTURE.md §1 and ARCHITECTURE.md §1:
+// Package pkg_test enforces the package map of docs/ARCHITECTURE.md §1:
 //
-//	cmd/ds → views → segments → catalogfile → wireformat → frames
-//	         hostprobe → frames;  proc → frames
-//	cmd/ds → fleet → segments (NATS JetStream transport; views never import it)
-//	cmd/ds → capture → segments (the producers' write path; no NATS, no views)
-//	cmd/ds → sources → fleet, segments (the views' inputs; never views)
+//	write path: proc, hostprobe → frames; cmd/ds → capture → segments → wireformat → frames
+//	read path:  cmd/ds → sources → segments; cmd/ds → views → segments → catalogfile → wireformat → frames
+//	beside:     sources, cmd/ds → fleet → segments (NATS JetStream; views never import it)
+//	            textfmt (text for people) under everything, importing nothing
 //
-// It parses every non-test Go file under pkg/ in ImportsOnly mode (not
-// `go list`, whose result go test would cache) and checks each import.
+// It parses every non-test Go file under pkg/ and cmd/ds in ImportsOnly
+// mode (not `go list`, whose result go test would cache) and checks each
+// import: a package of pkg/ imports only what its row allows, and cmd/ds
+// imports only the entrances of pkg/ (never an internal package).
 package pkg_test
 
 import (
@@ -27,13 +28,14 @@ const module = "github.com/ds-telemetry/ds/"
 // except where forbidden below.
 var allowed = map[string][]string{
 	"frames":      {},
+	"textfmt":     {},
 	"wireformat":  {"pkg/frames", "github.com/klauspost/compress"},
 	"catalogfile": {"pkg/wireformat", "pkg/frames"},
 	"segments":    {"pkg/catalogfile", "pkg/wireformat", "pkg/frames", "github.com/klauspost/compress"},
-	"views":       {"pkg/segments", "pkg/catalogfile", "pkg/frames", "github.com/tidwall/gjson"},
+	"views":       {"pkg/segments", "pkg/catalogfile", "pkg/frames", "pkg/textfmt", "github.com/tidwall/gjson"},
 	"hostprobe":   {"pkg/frames"},
 	"proc":        {"pkg/frames", "github.com/creack/pty", "golang.org/x/sys"},
-	"fleet":       {"pkg/segments", "pkg/wireformat", "pkg/frames", "github.com/nats-io/nats.go", "github.com/nats-io/nats-server/v2"},
+	"fleet":       {"pkg/segments", "pkg/wireformat", "pkg/frames", "pkg/textfmt", "github.com/nats-io/nats.go", "github.com/nats-io/nats-server/v2"},
 	"capture":     {"pkg/segments", "pkg/wireformat", "pkg/frames"},
 	"sources":     {"pkg/segments", "pkg/fleet", "pkg/wireformat", "pkg/frames", "github.com/nats-io/nats.go"},
 }
@@ -53,6 +55,7 @@ var forbiddenStd = map[string][]string{
 	"fleet":       {"os/exec", "flag"},
 	"capture":     {"os/exec", "flag", "net"},
 	"sources":     {"os/exec", "flag"},
+	"textfmt":     {"os", "flag", "net", "syscall"},
 }
 
 func TestImportDirection(t *testing.T) {
@@ -117,4 +120,42 @@ func hasPrefixIn(p string, prefixes []string) bool {
 		}
 	}
 	return false
+}
+
+// TestCmdImports checks that cmd/ds, the command, uses the library through
+// its entrances only: each project import is a package directly under
+// pkg/ that the package map knows (never an internal package, never
+// another command), so that what cmd/ds needs of the engine is exported
+// API, documented and tested in its package.
+func TestCmdImports(t *testing.T) {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob(filepath.Join("..", "cmd", "ds", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		n++
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			rest, ok := strings.CutPrefix(p, module)
+			if !ok {
+				continue
+			}
+			parts := strings.Split(rest, "/")
+			if _, known := allowed[parts[len(parts)-1]]; len(parts) != 2 || parts[0] != "pkg" || !known {
+				t.Errorf("%s imports %s: cmd/ds may import only the packages directly under pkg/ that the package map knows", path, p)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("found no files of cmd/ds: the test is not looking where it should")
+	}
 }

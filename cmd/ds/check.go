@@ -9,14 +9,13 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/sources"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 func checkCommand() *cli.Command {
@@ -175,11 +174,11 @@ func (o *checkOut) finding(name string, f segments.Finding) {
 		o.line(false, checkLive{checkHead{name, "live"}, f.Offset},
 			"%s: tail at byte %d still being written (a writer holds the file)", name, f.Offset)
 	case *segments.TornTail:
-		cause := checkSafe(checkCause(f.Err))
+		cause := textfmt.Quote(checkCause(f.Err))
 		o.line(true, checkTorn{checkHead{name, "torn"}, f.Offset, f.End, cause},
 			"%s: torn tail at byte %d: %s", name, f.Offset, cause)
 	case *segments.DamagedRange:
-		cause := checkSafe(checkCause(f.Err))
+		cause := textfmt.Quote(checkCause(f.Err))
 		what := cause
 		if f.Records > 1 {
 			what = fmt.Sprintf("%d records, the first: %s", f.Records, cause)
@@ -191,10 +190,10 @@ func (o *checkOut) finding(name string, f segments.Finding) {
 		cause := ""
 		if f.Err != nil {
 			cause = checkCause(f.Err)
-			what += " (" + checkSafe(cause) + ")"
+			what += " (" + textfmt.Quote(cause) + ")"
 		}
 		o.line(false, checkUnknown{checkHead{name, "unknown"}, f.Offset, f.Stream.String(), f.Type.String(), cause},
-			"%s: byte %d: record of unknown type %s in stream %s, skipped", name, f.Offset, what, checkSafe(f.Stream.String()))
+			"%s: byte %d: record of unknown type %s in stream %s, skipped", name, f.Offset, what, textfmt.Quote(f.Stream.String()))
 	case *segments.StreamConflict:
 		first, second := f.First, f.Second
 		o.line(true, checkStreamConflict{
@@ -202,7 +201,7 @@ func (o *checkOut) finding(name string, f segments.Finding) {
 			First:  checkStreamPlace{first.Input, first.Offset, first.Stream.Origin.String(), first.Stream.Label},
 			Second: checkStreamPlace{second.Input, second.Offset, second.Stream.Origin.String(), second.Stream.Label},
 		}, "%s: stream %s described as %s %s and as %s at byte %d",
-			name, checkSafe(second.Stream.Stream.String()), checkDescribeStream(first.Stream), checkWhere(name, first.Input, first.Offset), checkDescribeStream(second.Stream), second.Offset)
+			name, textfmt.Quote(second.Stream.Stream.String()), checkDescribeStream(first.Stream), checkWhere(name, first.Input, first.Offset), checkDescribeStream(second.Stream), second.Offset)
 	case *segments.ChannelConflict:
 		first, second := f.First, f.Second
 		d := second.Channel
@@ -211,7 +210,7 @@ func (o *checkOut) finding(name string, f segments.Finding) {
 			First:  checkPlace{first.Input, first.Offset, first.Channel.Name, first.Channel.Content},
 			Second: checkPlace{second.Input, second.Offset, d.Name, d.Content},
 		}, "%s: stream %s: channel %d declared as %s %s and as %s at byte %d",
-			name, checkSafe(d.Stream.String()), d.ID, checkDescribe(first.Channel), checkWhere(name, first.Input, first.Offset), checkDescribe(d), second.Offset)
+			name, textfmt.Quote(d.Stream.String()), d.ID, checkDescribe(first.Channel), checkWhere(name, first.Input, first.Offset), checkDescribe(d), second.Offset)
 	case *segments.SummaryMismatch:
 		sum, seg := f.Summary, &f.Segment
 		why := checkDisagrees(f)
@@ -221,7 +220,7 @@ func (o *checkOut) finding(name string, f segments.Finding) {
 			Summary: checkCounts{sum.Frames, sum.Bytes, sum.First, sum.Last, sum.Ordered, sum.Ended},
 			Segment: checkCounts{seg.Frames, seg.Bytes, seg.First, seg.Last, seg.Ordered, seg.Ended},
 		}, "%s: byte %d: summary of stream %s's segment at byte %d disagrees with its frames: %s",
-			name, f.Offset, checkSafe(f.Stream.String()), f.SegmentOffset, strings.Join(why, "; "))
+			name, f.Offset, textfmt.Quote(f.Stream.String()), f.SegmentOffset, strings.Join(why, "; "))
 	}
 }
 
@@ -231,10 +230,10 @@ func checkDisagrees(f *segments.SummaryMismatch) []string {
 	sum, seg := f.Summary, &f.Segment
 	var why []string
 	if f.Fields&segments.SummaryInvalid != 0 {
-		why = append(why, "it contradicts itself ("+checkSafe(checkCause(f.Invalid))+")")
+		why = append(why, "it contradicts itself ("+textfmt.Quote(checkCause(f.Invalid))+")")
 	}
 	if f.Fields&segments.SummarySegmentID != 0 {
-		why = append(why, fmt.Sprintf("segment id %s, the header's %x", checkSafe(sum.SegmentID), f.SegmentID))
+		why = append(why, fmt.Sprintf("segment id %s, the header's %x", textfmt.Quote(sum.SegmentID), f.SegmentID))
 	}
 	if f.Fields&segments.SummarySeq != 0 {
 		why = append(why, fmt.Sprintf("sequence number %d, the header's %d", sum.Seq, f.Seq))
@@ -269,7 +268,7 @@ func checkDisagrees(f *segments.SummaryMismatch) []string {
 // name: in this input, or another.
 func checkWhere(name, input string, offset int64) string {
 	if input != name {
-		return fmt.Sprintf("in %s at byte %d", checkSafe(input), offset)
+		return fmt.Sprintf("in %s at byte %d", textfmt.Quote(input), offset)
 	}
 	return fmt.Sprintf("at byte %d", offset)
 }
@@ -339,7 +338,7 @@ const checkListedGaps = 10
 // stream writes the line of one stream of input name.
 func (o *checkOut) stream(input string, st *segments.StreamCheck) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: stream %s: %s", input, checkSafe(st.Stream.String()), checkNouns(st.Frames, "frame"))
+	fmt.Fprintf(&b, "%s: stream %s: %s", input, textfmt.Quote(st.Stream.String()), checkNouns(st.Frames, "frame"))
 	js := checkStreamJSON{checkHead: checkHead{input, "stream"}, Stream: st.Stream.String(), Node: string(st.Stream.Node), Life: uint64(st.Stream.Life),
 		Segments: st.Segments, Frames: st.Frames, Bytes: st.Bytes, Duplicates: st.Duplicates, Ended: st.Ended, GapsCounted: !st.RunsOverflow, GapList: []checkGap{}}
 	trimmed := ""
@@ -426,7 +425,7 @@ func (o *checkOut) line(problem bool, js any, format string, args ...any) {
 		// the rest (names, errors and ids taken from input are quoted by
 		// checkSafe where they are put in).
 		if name, ok := args[0].(string); ok && strings.HasPrefix(line, name) {
-			line = checkSafe(name) + line[len(name):]
+			line = textfmt.Quote(name) + line[len(name):]
 		}
 		_, err = fmt.Fprintln(o.w, line)
 	}
@@ -564,16 +563,4 @@ func checkNouns(n uint64, what string) string {
 		return "1 " + what
 	}
 	return strconv.FormatUint(n, 10) + " " + what + "s"
-}
-
-// checkSafe returns s, or s quoted when it has control characters or bytes
-// that are not UTF-8 (a name or an error taken from input), so that no
-// capture sends escape sequences to the reader's terminal.
-func checkSafe(s string) string {
-	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ' {
-			return strconv.Quote(s)
-		}
-	}
-	return s
 }

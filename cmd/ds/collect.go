@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 // ds collect STORE: fleet.Collect, which runs a NATS server with
@@ -139,7 +140,7 @@ func runCollect(ctx context.Context, o collectOptions, stdout, stderr io.Writer)
 			Log: func(line string) {
 				// Notices (startup banners) are not worth a line; problems are.
 				if strings.HasPrefix(line, "warning: ") || strings.HasPrefix(line, "error: ") || strings.HasPrefix(line, "fatal: ") {
-					fmt.Fprintf(stderr, "ds: nats-server: %s\n", ingestSafe(line))
+					fmt.Fprintf(stderr, "ds: nats-server: %s\n", textfmt.Escape(line))
 				}
 			}},
 		Ingest: rep.options(fleet.IngestOptions{Durable: o.durable}),
@@ -149,7 +150,7 @@ func runCollect(ctx context.Context, o collectOptions, stdout, stderr io.Writer)
 			if o.token != "" {
 				hint = " (with $DS_NATS_TOKEN set to the token)"
 			}
-			fmt.Fprintf(stderr, "ds: collecting into %s; producers publish with: ds wrap -o %s -- CMD%s\n", ingestSafe(o.store), url, hint)
+			fmt.Fprintf(stderr, "ds: collecting into %s; producers publish with: ds wrap -o %s -- CMD%s\n", textfmt.Escape(o.store), url, hint)
 		},
 	})
 	return rep.finish(ctx, stats, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/capture"
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/proc"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 // emitStopSignals end ds emit cleanly.
@@ -269,7 +270,7 @@ func runEmit(opts emitOptions, stdin io.Reader, stdout, stderr io.Writer, sigs <
 		errs = append(errs, fmt.Errorf("emit: %d of %d lines refused (not recorded; see above); the other lines are in %s", r, e.Lines(), cap.Name()))
 	}
 	if lost > 0 {
-		errs = append(errs, fmt.Errorf("emit: %s (%d bytes) read from stdin could not be recorded: the stream ended while they waited for room in the queue", lossCount(uint64(lost), "frame"), lostBytes))
+		errs = append(errs, fmt.Errorf("emit: %s (%d bytes) read from stdin could not be recorded: the stream ended while they waited for room in the queue", textfmt.Nouns(uint64(lost), "frame"), lostBytes))
 	}
 	if queue, written := cap.Dropped(); queue+written > 0 {
 		errs = append(errs, fmt.Errorf("emit: the capture %s dropped %d frames at the queue and %d at the writer; ds log shows where", cap.Name(), queue, written))

@@ -7,16 +7,14 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 func ingestCommand() *cli.Command {
@@ -178,7 +176,7 @@ func runIngest(ctx context.Context, st *segments.Store, names []string, stdin io
 		if errors.As(err, &ce) {
 			o.damage()
 		}
-		fmt.Fprintf(stderr, "ds: %s\n", ingestSafe(err.Error()))
+		fmt.Fprintf(stderr, "ds: %s\n", textfmt.Escape(err.Error()))
 	}
 	for i, name := range names {
 		r, closer, err := segments.OpenDSSInput(name, stdin)
@@ -215,7 +213,7 @@ func runIngest(ctx context.Context, st *segments.Store, names []string, stdin io
 		if err != nil && !interrupted {
 			// Ingest joins the errors of several streams: a line each.
 			for _, line := range strings.Split(err.Error(), "\n") {
-				o.fail(stderr, errors.New(ingestSafe(line)))
+				o.fail(stderr, errors.New(textfmt.Escape(line)))
 			}
 		}
 		if interrupted || ctx.Err() != nil {
@@ -250,40 +248,9 @@ func notStoredWhole(names []string, i int, live bool) []string {
 
 // ingestLine is the acknowledgement line of what was stored from input.
 func ingestLine(input string, stored, dups, conflicts, trimmed uint64) string {
-	line := fmt.Sprintf("%s: %s stored, %s, %s", ingestSafe(input), plural(stored, "frame"), plural(dups, "duplicate"), plural(conflicts, "conflict"))
+	line := fmt.Sprintf("%s: %s stored, %s, %s", textfmt.Escape(input), textfmt.Nouns(stored, "frame"), textfmt.Nouns(dups, "duplicate"), textfmt.Nouns(conflicts, "conflict"))
 	if trimmed > 0 {
 		line += fmt.Sprintf(", %d below the trim horizon", trimmed)
 	}
 	return line
-}
-
-// ingestSafe returns s with control characters and bytes that are not
-// UTF-8 (from a node name, say) escaped as Go escapes them, so that a
-// line printed cannot drive the terminal.
-func ingestSafe(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ' {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case !unicode.IsPrint(r) && r != ' ':
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	return b.String()
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 // ds ingest STORE nats://HOST:PORT/PREFIX: the store fed by a durable
@@ -111,12 +112,12 @@ func (r *natsReport) options(o fleet.IngestOptions) fleet.IngestOptions {
 		o.Durable = defaultDurable
 	}
 	o.Warn = func(err error) {
-		fmt.Fprintf(r.stderr, "ds: %s\n", ingestSafe(err.Error()))
+		fmt.Fprintf(r.stderr, "ds: %s\n", textfmt.Escape(err.Error()))
 	}
 	o.Stored = func(s fleet.IngestStats) {
 		last := r.last
 		line := ingestLine(r.display, s.Frames-last.Frames, s.Duplicates-last.Duplicates, s.Conflicts-last.Conflicts, 0)
-		fmt.Fprintf(r.stdout, "%s (%s acknowledged)\n", line, plural(s.Messages-last.Messages, "message"))
+		fmt.Fprintf(r.stdout, "%s (%s acknowledged)\n", line, textfmt.Nouns(s.Messages-last.Messages, "message"))
 		r.last = s
 	}
 	return o
@@ -132,14 +133,14 @@ func (r *natsReport) finish(ctx context.Context, stats fleet.IngestStats, err er
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil // interrupted while starting: nothing was fetched
 		}
-		return &safeError{text: ingestSafe(err.Error()), err: err}
+		return &safeError{text: textfmt.Escape(err.Error()), err: err}
 	}
 	if ctx.Err() != nil || stats.Batches == 0 {
 		line := ingestLine(r.display, stats.Frames, stats.Duplicates, stats.Conflicts, 0)
 		if stats.Batches > 0 {
 			line += " in all"
 		}
-		line += fmt.Sprintf(" (%s acknowledged)", plural(stats.Messages, "message"))
+		line += fmt.Sprintf(" (%s acknowledged)", textfmt.Nouns(stats.Messages, "message"))
 		if ctx.Err() != nil {
 			line += " (interrupted)"
 		}

@@ -11,7 +11,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/urfave/cli/v3"
@@ -532,19 +531,6 @@ func channelFilters(patterns []string) []frames.ChannelFilter {
 		fs = append(fs, frames.ParseChannelPattern(p))
 	}
 	return fs
-}
-
-// atomicCounter counts the bytes read through it, safe to read while it
-// is read (Scan returns when ctx ends, its reader maybe in a read).
-type atomicCounter struct {
-	r io.Reader
-	n atomic.Int64
-}
-
-func (c *atomicCounter) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
-	c.n.Add(int64(n))
-	return n, err
 }
 
 // newSources returns the inputs of command c: nats:// inputs are opened

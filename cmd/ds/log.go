@@ -10,6 +10,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/sources"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -273,25 +274,15 @@ func showCursor(w io.Writer, cur segments.Cursor, format views.LogFormat) error 
 func warnCatLosses(w io.Writer, l views.Losses) {
 	var parts []string
 	if l.Gaps > 0 {
-		parts = append(parts, fmt.Sprintf("%s (%s missing)", lossCount(l.Gaps, "gap"), lossCount(l.MissingFrames, "frame")))
+		parts = append(parts, fmt.Sprintf("%s (%s missing)", textfmt.Nouns(l.Gaps, "gap"), textfmt.Nouns(l.MissingFrames, "frame")))
 	}
 	if l.Drops > 0 {
-		parts = append(parts, fmt.Sprintf("%s dropped at the writer's queue in %s", lossCount(l.DroppedFrames, "frame"), lossCount(l.Drops, "place")))
+		parts = append(parts, fmt.Sprintf("%s dropped at the writer's queue in %s", textfmt.Nouns(l.DroppedFrames, "frame"), textfmt.Nouns(l.Drops, "place")))
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(w, "ds: warning: output incomplete: %s; ds log shows where\n", strings.Join(parts, ", "))
 	}
 	if l.Transport > 0 {
-		fmt.Fprintf(w, "ds: note: the stream records %s (%s not delivered by an output of it); ds log shows where\n", lossCount(l.Transport, "transport loss"), lossCount(l.UndeliveredFrames, "frame"))
+		fmt.Fprintf(w, "ds: note: the stream records %s (%s not delivered by an output of it); ds log shows where\n", textfmt.Nouns(l.Transport, "transport loss"), textfmt.Nouns(l.UndeliveredFrames, "frame"))
 	}
-}
-
-func lossCount(n uint64, what string) string {
-	switch {
-	case n == 1:
-		return "1 " + what
-	case strings.HasSuffix(what, "s"):
-		return fmt.Sprintf("%d %ses", n, what)
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/sources"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -282,7 +283,7 @@ func (j *mergeJob) watch(bar *mergeBar, n *mergeNotes) {
 		j.opts.Gap = func(s frames.StreamID, g segments.Gap) {
 			if n.lost++; n.lost <= maxLostLines {
 				bar.clear()
-				fmt.Fprintf(j.stderr, "ds: stream %s: %s lost (%s)\n", s, positionRun(g.From, g.To), plural(g.Count, "frame"))
+				fmt.Fprintf(j.stderr, "ds: stream %s: %s lost (%s)\n", s, positionRun(g.From, g.To), textfmt.Nouns(g.Count, "frame"))
 			}
 		}
 	}
@@ -327,14 +328,14 @@ func (j *mergeJob) finish(rep segments.MergeReport, n mergeNotes) error {
 		}
 	}
 	if rep.Unknown > 0 {
-		fmt.Fprintf(j.stderr, "ds: warning: %s of types this ds does not know skipped, not copied\n", plural(rep.Unknown, "record"))
+		fmt.Fprintf(j.stderr, "ds: warning: %s of types this ds does not know skipped, not copied\n", textfmt.Nouns(rep.Unknown, "record"))
 	}
 	if n.conflicts > maxLostLines {
 		fmt.Fprintf(j.stderr, "ds: … and %d more conflicts\n", n.conflicts-maxLostLines)
 	}
 	if rep.Uncompared > 0 {
 		// Never silent: these copies were taken as identical unchecked.
-		fmt.Fprintf(j.stderr, "ds: warning: %s not compared with their first copies, which were too far back (more than %d positions) to compare: a different payload among them would be a conflict not seen\n", plural(rep.Uncompared, "duplicate"), segments.MergeCompare)
+		fmt.Fprintf(j.stderr, "ds: warning: %s not compared with their first copies, which were too far back (more than %d positions) to compare: a different payload among them would be a conflict not seen\n", textfmt.Nouns(rep.Uncompared, "duplicate"), segments.MergeCompare)
 	}
 	if rep.DamageCount > len(rep.Damage) {
 		fmt.Fprintf(j.stderr, "ds: %d damaged ranges in all\n", rep.DamageCount)
@@ -361,45 +362,37 @@ func (j *mergeJob) summary(r segments.MergeReport) string {
 	if j.recover {
 		verb = "recovered"
 	}
-	s := fmt.Sprintf("ds: %s %s of %s from %s into %s", verb, plural(r.Frames, "frame"), plural(uint64(r.Streams), "stream"), plural(uint64(r.Inputs), "input"), to)
+	s := fmt.Sprintf("ds: %s %s of %s from %s into %s", verb, textfmt.Nouns(r.Frames, "frame"), textfmt.Nouns(uint64(r.Streams), "stream"), textfmt.Nouns(uint64(r.Inputs), "input"), to)
 	var parts []string
 	if !j.recover || r.Duplicates > 0 {
-		parts = append(parts, plural(r.Duplicates, "duplicate")+" collapsed")
+		parts = append(parts, textfmt.Nouns(r.Duplicates, "duplicate")+" collapsed")
 	}
 	if !j.recover || r.Conflicts > 0 {
-		parts = append(parts, plural(r.Conflicts, "conflict"))
+		parts = append(parts, textfmt.Nouns(r.Conflicts, "conflict"))
 	}
-	gaps := plural(r.Gaps, "gap")
+	gaps := textfmt.Nouns(r.Gaps, "gap")
 	if r.Gaps > 0 {
-		gaps += fmt.Sprintf(" (%s missing)", plural(r.Missing, "frame"))
+		gaps += fmt.Sprintf(" (%s missing)", textfmt.Nouns(r.Missing, "frame"))
 	}
 	parts = append(parts, gaps)
 	if r.Trimmed > 0 {
-		parts = append(parts, plural(r.Trimmed, "frame")+" below a store's trim horizon dropped")
+		parts = append(parts, textfmt.Nouns(r.Trimmed, "frame")+" below a store's trim horizon dropped")
 	}
 	if r.SpilledFrames > 0 {
-		parts = append(parts, fmt.Sprintf("%s (%.1f MiB) sorted in temporary files", plural(r.SpilledFrames, "frame"), float64(r.SpilledBytes)/(1<<20)))
+		parts = append(parts, fmt.Sprintf("%s (%.1f MiB) sorted in temporary files", textfmt.Nouns(r.SpilledFrames, "frame"), float64(r.SpilledBytes)/(1<<20)))
 	}
 	if j.recover {
 		if r.Damaged {
-			parts = append(parts, plural(uint64(r.DamageCount), "damaged range")+" skipped")
+			parts = append(parts, textfmt.Nouns(uint64(r.DamageCount), "damaged range")+" skipped")
 		}
 		if r.Unknown > 0 {
-			parts = append(parts, plural(r.Unknown, "record")+" of unknown types not kept")
+			parts = append(parts, textfmt.Nouns(r.Unknown, "record")+" of unknown types not kept")
 		}
 		if !r.Damaged && r.Gaps == 0 && r.Unknown == 0 {
 			parts = append(parts, "nothing lost")
 		}
 	}
 	return s + ": " + strings.Join(parts, ", ")
-}
-
-// plural returns "1 frame", "2 frames".
-func plural(n uint64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // positionRun returns "position 5" or "positions 5–9".

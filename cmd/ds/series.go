@@ -11,6 +11,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/sources"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -137,7 +138,7 @@ func seriesAction(ctx context.Context, c *cli.Command) error {
 	}
 	st := s.Stats()
 	for _, sk := range st.Skipped {
-		fmt.Fprintf(root.ErrWriter, "ds: series: %s of %s not JSON, skipped\n", lossCount(sk.Frames, "frame"), sk.Channel)
+		fmt.Fprintf(root.ErrWriter, "ds: series: %s of %s not JSON, skipped\n", textfmt.Nouns(sk.Frames, "frame"), sk.Channel)
 	}
 	if len(st.Unmatched) > 0 && onlyDamaged(err) {
 		// Nothing to print was asked for by name: a failure, which goes

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -181,7 +182,7 @@ func runTrim(st *segments.Store, opts trimOptions, stdout, stderr io.Writer) err
 		if len(passed) > 0 {
 			lines := make([]string, len(passed))
 			for i, p := range passed {
-				lines[i] = ingestSafe(p.String())
+				lines[i] = textfmt.Escape(p.String())
 			}
 			return errors.New(strings.Join(lines, "\nds: ") + "\nds: --respect-consumers: nothing trimmed")
 		}
@@ -192,9 +193,9 @@ func runTrim(st *segments.Store, opts trimOptions, stdout, stderr io.Writer) err
 			if rep, err = st.Trim(p.Stream, p.Before); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "%s: %s trimmed (below position %d), %s deleted\n", ingestSafe(rep.Stream.String()), plural(rep.Frames, "frame"), rep.Before, plural(uint64(rep.Files), "file"))
+			fmt.Fprintf(stdout, "%s: %s trimmed (below position %d), %s deleted\n", textfmt.Escape(rep.Stream.String()), textfmt.Nouns(rep.Frames, "frame"), rep.Before, textfmt.Nouns(uint64(rep.Files), "file"))
 		} else {
-			fmt.Fprintf(stdout, "%s: %s would be trimmed (below position %d), %s would be deleted\n", ingestSafe(rep.Stream.String()), plural(rep.Frames, "frame"), rep.Before, plural(uint64(rep.Files), "file"))
+			fmt.Fprintf(stdout, "%s: %s would be trimmed (below position %d), %s would be deleted\n", textfmt.Escape(rep.Stream.String()), textfmt.Nouns(rep.Frames, "frame"), rep.Before, textfmt.Nouns(uint64(rep.Files), "file"))
 		}
 	}
 	return nil
@@ -215,10 +216,10 @@ func planTrim(st *segments.Store, opts trimOptions, stderr io.Writer) ([]segment
 	}
 	plan, err := st.PlanTrimBefore(b)
 	for _, id := range plan.Untimed {
-		fmt.Fprintf(stderr, "ds: %s: no datastream.clock records: no time to trim by; left alone\n", ingestSafe(id.String()))
+		fmt.Fprintf(stderr, "ds: %s: no datastream.clock records: no time to trim by; left alone\n", textfmt.Escape(id.String()))
 	}
 	if err != nil {
-		return nil, &safeError{text: ingestSafe(err.Error()), err: err}
+		return nil, &safeError{text: textfmt.Escape(err.Error()), err: err}
 	}
 	if overflow && len(plan.Reports) > 0 {
 		// Refused once a stream is to be trimmed, as ever.

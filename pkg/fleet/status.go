@@ -3,14 +3,13 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 // Status is the state of the JetStream stream that takes a target's
@@ -124,7 +123,7 @@ func DescribeStream(cfg jetstream.StreamConfig) string {
 		age = cfg.MaxAge.String()
 	}
 	if cfg.MaxBytes > 0 {
-		size = formatBytes(uint64(cfg.MaxBytes))
+		size = textfmt.Bytes(uint64(cfg.MaxBytes))
 	}
 	return fmt.Sprintf("subjects %s, max age %s, max bytes %s, replicas %d, duplicate window %s",
 		strings.Join(cfg.Subjects, " "), age, size, cfg.Replicas, cfg.Duplicates)
@@ -144,7 +143,7 @@ func (st Status) Text(loc *time.Location) string {
 		fmt.Fprintf(&b, "%-10s %s\n", key, fmt.Sprintf(format, args...))
 	}
 	line("stream", "%s on %s", st.Stream, st.URL)
-	line("messages", "%d (%s)", st.Messages, formatBytes(st.Bytes))
+	line("messages", "%d (%s)", st.Messages, textfmt.Bytes(st.Bytes))
 	if st.FirstTime == nil {
 		line("first", "none")
 		line("last", "none")
@@ -162,60 +161,7 @@ func (st Status) Text(loc *time.Location) string {
 		if !c.Durable {
 			kind = "reader"
 		}
-		line("consumer", "%s: %s, %d pending, %d unacknowledged", safeText(c.Name), kind, c.Pending, c.Unacknowledged)
-	}
-	return b.String()
-}
-
-// formatBytes says n bytes in the largest binary unit that keeps it
-// readable: "512 bytes", "10 GiB", "3.1 MiB".
-func formatBytes(n uint64) string {
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	if n == 1 {
-		return "1 byte"
-	}
-	if n < 1024 {
-		return fmt.Sprintf("%d bytes", n)
-	}
-	u, v := -1, n
-	for v >= 1024 && u+1 < len(units) {
-		v /= 1024
-		u++
-	}
-	div := uint64(1) << (10 * (u + 1))
-	if n%div == 0 {
-		return fmt.Sprintf("%d %s", n/div, units[u])
-	}
-	return fmt.Sprintf("%.1f %s", float64(n)/float64(div), units[u])
-}
-
-// safeText returns s with control characters and bytes that are not
-// UTF-8 escaped as Go escapes them (ds ingest's escaping of names), so
-// that a line printed cannot drive the terminal.
-func safeText(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ' {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case !unicode.IsPrint(r) && r != ' ':
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
+		line("consumer", "%s: %s, %d pending, %d unacknowledged", textfmt.Escape(c.Name), kind, c.Pending, c.Unacknowledged)
 	}
 	return b.String()
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 func TestFormatBytes(t *testing.T) {
@@ -16,8 +18,8 @@ func TestFormatBytes(t *testing.T) {
 		0: "0 bytes", 1: "1 byte", 512: "512 bytes", 1023: "1023 bytes",
 		1024: "1 KiB", 1536: "1.5 KiB", 10 << 30: "10 GiB", 3251000: "3.1 MiB",
 	} {
-		if got := formatBytes(n); got != want {
-			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
+		if got := textfmt.Bytes(n); got != want {
+			t.Errorf("textfmt.Bytes(%d) = %q, want %q", n, got, want)
 		}
 	}
 }
@@ -27,8 +29,8 @@ func TestSafeText(t *testing.T) {
 		"ds-collect": "ds-collect", "a b": "a b", "é": "é",
 		"a\x1b[2Jb": `a\x1b[2Jb`, "\xff": `\xff`, "tab\there": `tab\there`,
 	} {
-		if got := safeText(in); got != want {
-			t.Errorf("safeText(%q) = %q, want %q", in, got, want)
+		if got := textfmt.Escape(in); got != want {
+			t.Errorf("textfmt.Escape(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

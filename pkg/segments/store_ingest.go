@@ -154,17 +154,23 @@ type ingestRun struct {
 	err     error
 }
 
-// ingestCounter counts the bytes read through it.
-type ingestCounter struct {
-	r io.Reader
+// A CountingReader counts the bytes read through it from R. N may be read
+// while another goroutine reads (a scan that returns when its context
+// ends may leave its reader in a Read).
+type CountingReader struct {
+	R io.Reader
 	n atomic.Int64
 }
 
-func (c *ingestCounter) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
+// Read reads from R and counts what it returned.
+func (c *CountingReader) Read(p []byte) (int, error) {
+	n, err := c.R.Read(p)
 	c.n.Add(int64(n))
 	return n, err
 }
+
+// N returns the number of bytes read so far.
+func (c *CountingReader) N() int64 { return c.n.Load() }
 
 // Ingest reads a DSS capture from r (a file, or a live pipe read as it
 // comes; name names it in reports) and stores its frames. Frames are
@@ -208,7 +214,7 @@ func (s *Store) Ingest(ctx context.Context, name string, r io.Reader, opts Inges
 		opts.CommitBytes = DefaultCommitBytes
 	}
 	in := &storeIngest{s: s, name: name, opts: opts, streams: make(map[frames.StreamID]*ingestStream)}
-	cr := &ingestCounter{r: r}
+	cr := &CountingReader{R: r}
 	batches := make(chan ingestRun, 4)
 	stop := make(chan struct{})
 	defer close(stop)
@@ -246,7 +252,7 @@ func (s *Store) Ingest(ctx context.Context, name string, r io.Reader, opts Inges
 				in.rep.Damaged = true
 				in.warn(fmt.Errorf("%s: %w", name, ingestDamage(ce)))
 			case b.err == io.EOF:
-				return in.finish(cr.n.Load(), nil)
+				return in.finish(cr.N(), nil)
 			default:
 				return in.finish(lastOffset, fmt.Errorf("%s: %w", name, b.err))
 			}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -136,14 +135,14 @@ func (in *Input) Close() {
 // Anything else is read to its end, as tail -f reads a pipe. It returns
 // what ScanAny returns (ctx's error when ctx ends).
 func (in *Input) Scan(ctx context.Context, opts segments.ScanOptions, sink segments.Sink, warn io.Writer) error {
-	cr := &countingReader{r: in.R}
-	defer func() { in.BytesRead = cr.n.Load() }()
+	cr := &segments.CountingReader{R: in.R}
+	defer func() { in.BytesRead = cr.N() }()
 	if !opts.Follow || in.File == nil || in.Size < 0 {
 		opts.Follow = false // as tail -f reads a pipe: to its end
 		return segments.ScanAny(ctx, cr, opts, sink)
 	}
 	ff := &FollowFile{File: in.File, Name: in.Name, Off: opts.Offset}
-	cr.r = ff
+	cr.R = ff
 	for {
 		err := segments.ScanAny(ctx, cr, opts, sink)
 		var why string
@@ -164,19 +163,6 @@ func (in *Input) Scan(ctx context.Context, opts segments.ScanOptions, sink segme
 		in.File, in.R = f, f
 		ff.File, ff.Off, opts.Offset = f, 0, 0
 	}
-}
-
-// countingReader counts the bytes read through it, safe to read while it
-// is read (a scan returns when ctx ends, its reader maybe in a read).
-type countingReader struct {
-	r io.Reader
-	n atomic.Int64
-}
-
-func (c *countingReader) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
-	c.n.Add(int64(n))
-	return n, err
 }
 
 // A NotCaptureError is an input that holds none of the formats ds reads:

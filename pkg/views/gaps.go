@@ -10,11 +10,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 // FindingKind says what a [Finding] reports.
@@ -254,18 +254,18 @@ func (t LossTotals) String() string {
 			notes = append(notes, fmt.Sprintf(format, args...))
 		}
 	}
-	add(t.Damaged > 0, "%s (%s)", nouns(t.Damaged, "damaged range"), nouns(uint64(t.DamagedBytes), "byte"))
-	add(t.Torn > 0, "%s", nouns(t.Torn, "torn tail"))
-	add(t.Starts > 0, "%s without %s start", nouns(t.Starts, "stream"), its(t.Starts))
-	add(t.Gaps > 0, "%s (%s missing)", nouns(t.Gaps, "gap"), nouns(t.Missing, "frame"))
-	add(t.Drops > 0, "%s (%s refused)", nouns(t.Drops, "drop"), nouns(t.Dropped, "frame"))
-	add(t.Conflicts > 0, "%s", nouns(t.Conflicts, "conflict"))
-	add(t.Unended > 0, "%s not ended", nouns(t.Unended, "stream"))
-	note(t.SubDrops > 0, "%s (%s lost by subscribers)", nouns(t.SubDrops, "subscriber drop"), nouns(t.SubDropped, "frame copy"))
-	note(t.Transport > 0, "%s (%s not delivered by an output)", nouns(t.Transport, "transport loss"), nouns(t.Undelivered, "frame"))
+	add(t.Damaged > 0, "%s (%s)", textfmt.Nouns(t.Damaged, "damaged range"), textfmt.Nouns(uint64(t.DamagedBytes), "byte"))
+	add(t.Torn > 0, "%s", textfmt.Nouns(t.Torn, "torn tail"))
+	add(t.Starts > 0, "%s without %s start", textfmt.Nouns(t.Starts, "stream"), its(t.Starts))
+	add(t.Gaps > 0, "%s (%s missing)", textfmt.Nouns(t.Gaps, "gap"), textfmt.Nouns(t.Missing, "frame"))
+	add(t.Drops > 0, "%s (%s refused)", textfmt.Nouns(t.Drops, "drop"), textfmt.Nouns(t.Dropped, "frame"))
+	add(t.Conflicts > 0, "%s", textfmt.Nouns(t.Conflicts, "conflict"))
+	add(t.Unended > 0, "%s not ended", textfmt.Nouns(t.Unended, "stream"))
+	note(t.SubDrops > 0, "%s (%s lost by subscribers)", textfmt.Nouns(t.SubDrops, "subscriber drop"), textfmt.Nouns(t.SubDropped, "frame copy"))
+	note(t.Transport > 0, "%s (%s not delivered by an output)", textfmt.Nouns(t.Transport, "transport loss"), textfmt.Nouns(t.Undelivered, "frame"))
 	s := "no loss"
 	if n := t.Losses(); n > 0 {
-		s = nouns(n, "loss") + ": " + strings.Join(parts, ", ")
+		s = textfmt.Nouns(n, "loss") + ": " + strings.Join(parts, ", ")
 	}
 	if len(notes) > 0 {
 		s += "; noted: " + strings.Join(notes, ", ")
@@ -924,18 +924,18 @@ func (g *Gaps) WriteText(w io.Writer) error {
 // where returns the first column of f's line: its input or its stream.
 func (f *Finding) where() string {
 	if f.File != "" {
-		return safeText(f.File)
+		return textfmt.Quote(f.File)
 	}
-	return safeText(f.Stream.String())
+	return textfmt.Quote(f.Stream.String())
 }
 
 // text returns what a finding says, for WriteText.
 func (f *Finding) text() string {
 	switch f.Kind {
 	case FindingDamage:
-		return fmt.Sprintf("bytes %d–%d unreadable (%s): %s", f.Offset, f.End-1, nouns(uint64(f.End-f.Offset), "byte"), safeText(f.Err))
+		return fmt.Sprintf("bytes %d–%d unreadable (%s): %s", f.Offset, f.End-1, textfmt.Nouns(uint64(f.End-f.Offset), "byte"), textfmt.Quote(f.Err))
 	case FindingTorn:
-		return fmt.Sprintf("torn tail at byte %d: the input ends inside a record (its writer stopped mid-record): %s", f.Offset, safeText(f.Err))
+		return fmt.Sprintf("torn tail at byte %d: the input ends inside a record (its writer stopped mid-record): %s", f.Offset, textfmt.Quote(f.Err))
 	case FindingLive:
 		return "being written (a writer holds it): its end is not known yet; not a loss"
 	case FindingStart:
@@ -945,7 +945,7 @@ func (f *Finding) text() string {
 		}
 		return s
 	case FindingGap:
-		s := fmt.Sprintf("positions %d–%d missing (%s)", f.Gap.From, f.Gap.To, nouns(f.Gap.Count, "frame"))
+		s := fmt.Sprintf("positions %d–%d missing (%s)", f.Gap.From, f.Gap.To, textfmt.Nouns(f.Gap.Count, "frame"))
 		if f.Gap.From == f.Gap.To {
 			s = fmt.Sprintf("position %d missing (1 frame)", f.Gap.From)
 		}
@@ -959,28 +959,28 @@ func (f *Finding) text() string {
 		if t.From == t.To {
 			s = fmt.Sprintf("position %d", t.From)
 		}
-		return s + fmt.Sprintf(" (%s) %s", nouns(t.Frames, "frame"), notDelivered(t, true))
+		return s + fmt.Sprintf(" (%s) %s", textfmt.Nouns(t.Frames, "frame"), notDelivered(t, true))
 	case FindingDrop:
-		s := nouns(f.Drop.Frames, "frame")
+		s := textfmt.Nouns(f.Drop.Frames, "frame")
 		if f.Drop.Bytes != nil {
-			s += fmt.Sprintf(" (%s)", nouns(*f.Drop.Bytes, "byte"))
+			s += fmt.Sprintf(" (%s)", textfmt.Nouns(*f.Drop.Bytes, "byte"))
 		}
-		return s + fmt.Sprintf(" refused before position %d (%s)", f.Drop.Before, safeText(f.Drop.Reason))
+		return s + fmt.Sprintf(" refused before position %d (%s)", f.Drop.Before, textfmt.Quote(f.Drop.Reason))
 	case FindingSubscriberDrop:
-		s := fmt.Sprintf("%s lost by subscribers before position %d", nouns(f.Frames, "frame copy"), f.Position)
+		s := fmt.Sprintf("%s lost by subscribers before position %d", textfmt.Nouns(f.Frames, "frame copy"), f.Position)
 		if f.From < f.Position {
-			s = fmt.Sprintf("%s lost by subscribers between positions %d and %d", nouns(f.Frames, "frame copy"), f.From, f.Position)
+			s = fmt.Sprintf("%s lost by subscribers between positions %d and %d", textfmt.Nouns(f.Frames, "frame copy"), f.From, f.Position)
 		}
 		if len(f.Subscribers) > 0 {
 			var by []string
 			for _, sl := range f.Subscribers {
-				by = append(by, fmt.Sprintf("%s: %d", safeText(sl.Name), sl.Frames))
+				by = append(by, fmt.Sprintf("%s: %d", textfmt.Quote(sl.Name), sl.Frames))
 			}
 			s += " (" + strings.Join(by, ", ") + ")"
 		}
 		return s
 	case FindingConflict:
-		name := safeText(f.Channel)
+		name := textfmt.Quote(f.Channel)
 		if f.Channel == "" {
 			name = fmt.Sprintf("channel %d", f.ChannelID)
 		}
@@ -996,17 +996,6 @@ func (f *Finding) text() string {
 		return string(appendStoreTrimmedMsg(nil, f.Gap.From, f.Gap.To)) + ": not a loss"
 	}
 	return ""
-}
-
-// safeText returns s, or s quoted when it has control characters or bytes
-// that are not UTF-8 (a node name or an error taken from input).
-func safeText(s string) string {
-	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ' {
-			return strconv.Quote(s)
-		}
-	}
-	return s
 }
 
 // WriteJSON writes one JSON object per finding, in [Gaps.Each] order, in

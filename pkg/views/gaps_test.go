@@ -16,6 +16,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 var (
@@ -442,8 +443,8 @@ func TestNouns(t *testing.T) {
 		what string
 		want string
 	}{{1, "frame", "1 frame"}, {0, "frame", "0 frames"}, {2, "frame copy", "2 frame copies"}, {3, "loss", "3 losses"}, {1, "loss", "1 loss"}} {
-		if got := nouns(tt.n, tt.what); got != tt.want {
-			t.Errorf("nouns(%d, %q) = %q, want %q", tt.n, tt.what, got, tt.want)
+		if got := textfmt.Nouns(tt.n, tt.what); got != tt.want {
+			t.Errorf("textfmt.Nouns(%d, %q) = %q, want %q", tt.n, tt.what, got, tt.want)
 		}
 	}
 }

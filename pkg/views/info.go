@@ -12,6 +12,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 // Bounds of the lists an [Info] keeps; the counts cover everything.
@@ -656,7 +657,7 @@ func writeDrops(w io.Writer, s StreamSummary) {
 		fmt.Fprintf(w, "  dropped\tunknown (no health record)\n")
 		return
 	case s.MuxDropped == nil:
-		fmt.Fprintf(w, "  dropped\tnot known: %s unreadable\n", nouns(s.HealthRecords, "health record"))
+		fmt.Fprintf(w, "  dropped\tnot known: %s unreadable\n", textfmt.Nouns(s.HealthRecords, "health record"))
 		return
 	}
 	fmt.Fprintf(w, "  dropped\t%d at the mux", s.DroppedFrames)
@@ -668,7 +669,7 @@ func writeDrops(w io.Writer, s StreamSummary) {
 		}
 	}
 	if s.DropCount > 0 {
-		fmt.Fprintf(w, " in %s", nouns(s.DropCount, "place"))
+		fmt.Fprintf(w, " in %s", textfmt.Nouns(s.DropCount, "place"))
 	}
 	if *s.MuxDropped > s.DroppedFrames {
 		// Health records lost in a gap, or counted before the capture
@@ -683,7 +684,7 @@ func writeDrops(w io.Writer, s StreamSummary) {
 	}
 	fmt.Fprintf(w, "\n")
 	for _, d := range s.Drops {
-		fmt.Fprintf(w, "  \tbefore position %d: %s", d.Before, nouns(d.Frames, "frame"))
+		fmt.Fprintf(w, "  \tbefore position %d: %s", d.Before, textfmt.Nouns(d.Frames, "frame"))
 		if d.Bytes != nil {
 			fmt.Fprintf(w, " (%d bytes)", *d.Bytes)
 		}
@@ -807,7 +808,7 @@ func writeInfoText(w io.Writer, files []FileSummary, n int, stream func(int) Str
 		}
 		writeDrops(tw, s)
 		if s.TransportLosses > 0 {
-			fmt.Fprintf(tw, "  transport\t%s not delivered by an output in %s (gaps show what this input lacks; ds gaps notes them)\n", nouns(s.UndeliveredFrames, "frame"), nouns(s.TransportLosses, "range"))
+			fmt.Fprintf(tw, "  transport\t%s not delivered by an output in %s (gaps show what this input lacks; ds gaps notes them)\n", textfmt.Nouns(s.UndeliveredFrames, "frame"), textfmt.Nouns(s.TransportLosses, "range"))
 		}
 		end := "no (no StreamEnded record: the writer did not finish)"
 		if s.Ended {

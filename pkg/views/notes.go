@@ -1,10 +1,11 @@
 package views
 
 import (
-	"github.com/ds-telemetry/ds/pkg/segments"
 	"strconv"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 // This file holds the notes a [Printer] prints among the lines: gaps,
@@ -267,7 +268,7 @@ func appendDropJSON(b []byte, d Drop) []byte {
 func appendGapMsg(b []byte, g segments.Gap) []byte {
 	b = appendPositions(b, g.From, g.To)
 	b = append(b, " missing ("...)
-	return append(appendNouns(b, g.Count, "frame"), ')')
+	return append(textfmt.AppendNouns(b, g.Count, "frame"), ')')
 }
 
 func appendStartMsg(b []byte, pos frames.Position) []byte {
@@ -279,14 +280,14 @@ func appendStartMsg(b []byte, pos frames.Position) []byte {
 func appendTrimmedMsg(b []byte, from, to frames.Position) []byte {
 	b = appendPositions(b, from, to)
 	b = append(b, " after the cursor are no longer in the input ("...)
-	return append(appendNouns(b, uint64(to-from)+1, "frame"), ')')
+	return append(textfmt.AppendNouns(b, uint64(to-from)+1, "frame"), ')')
 }
 
 func appendStoreTrimmedMsg(b []byte, from, to frames.Position) []byte {
 	b = appendPositions(b, from, to)
 	b = append(b, " trimmed from the store ("...)
 	// Positions, not frames: what was stored below is not known here.
-	return append(appendNouns(b, uint64(to-from)+1, "position"), ')')
+	return append(textfmt.AppendNouns(b, uint64(to-from)+1, "position"), ')')
 }
 
 // appendPositions appends "position N" or "positions A–B".
@@ -302,7 +303,7 @@ func appendPositions(b []byte, from, to frames.Position) []byte {
 }
 
 func appendDropMsg(b []byte, d Drop) []byte {
-	b = appendNouns(b, d.Frames, "frame")
+	b = textfmt.AppendNouns(b, d.Frames, "frame")
 	b = append(b, " before position "...)
 	b = strconv.AppendUint(b, uint64(d.Before), 10)
 	b = append(b, " ("...)

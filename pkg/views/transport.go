@@ -6,6 +6,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 // TransportLoss is one range of positions that an output of the stream
@@ -58,7 +59,7 @@ func (t *TransportLoss) overlaps(g segments.Gap) bool { return t.From <= g.To &&
 func appendTransportMsg(b []byte, t *TransportLoss) []byte {
 	b = appendPositions(b, t.From, t.To)
 	b = append(b, " ("...)
-	b = appendNouns(b, t.Frames, "frame")
+	b = textfmt.AppendNouns(b, t.Frames, "frame")
 	b = append(b, ") "...)
 	return appendNotDelivered(b, t, quoteTerminal)
 }
@@ -82,7 +83,7 @@ func appendNotDelivered(b []byte, t *TransportLoss, q quoting) []byte {
 		case quoteTerminal:
 			return appendEscaped(b, s, true)
 		case quoteText:
-			return append(b, safeText(s)...)
+			return append(b, textfmt.Quote(s)...)
 		}
 		return append(b, s...)
 	}
