@@ -20,7 +20,6 @@ import (
 // lineWaiter reads a process's output line by line in the background.
 type lineWaiter struct {
 	lines chan string
-	all   bytes.Buffer // everything read, once lines is closed
 }
 
 func newLineWaiter(r io.Reader) *lineWaiter {

@@ -84,7 +84,7 @@ func parseNetDev(b []byte, file string, fn func(name []byte, c *NetCounters)) er
 // empty, and without '/', ':' or white space (the kernel's
 // dev_valid_name).
 func validIfaceName(name []byte) bool {
-	return len(name) > 0 && bytes.IndexAny(name, "/: \t\n\v\f\r") < 0
+	return len(name) > 0 && !bytes.ContainsAny(name, "/: \t\n\v\f\r")
 }
 
 // parseUints parses exactly len(dst) unsigned decimal numbers, separated

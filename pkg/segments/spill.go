@@ -65,7 +65,6 @@ type spillState struct {
 	files    []*spillFile
 	buffered []*spillRun // runs holding a read buffer, oldest first
 	scratch  []byte      // the payload of the frame popped last
-	hdr      [spillRecordHeader]byte
 }
 
 // spillAll writes what every stream holds in memory to a new spill file,

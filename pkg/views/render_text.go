@@ -150,16 +150,6 @@ func streamStyle(name string) style {
 	return streamStyles[h%uint32(len(streamStyles))]
 }
 
-// lossStyle returns the style of a loss line's columns (see
-// [textLayout.appendLossPrefix]): what is "gap", "dropped", "lost",
-// "trimmed" or "start".
-func lossStyle(what string) style {
-	if what == "start" {
-		return styleStart
-	}
-	return styleLoss
-}
-
 // on returns s when colours are on, nothing otherwise.
 func (l *textLayout) on(s style) string {
 	if l.color {
