@@ -23,6 +23,19 @@ func produceFor(p *producer, d time.Duration, stop func() bool) {
 	}
 }
 
+// trickleFor writes and ticks p (1 line every 5 ms, flushing each tick)
+// for d, or until stop says so: lines that close a lost range (its record
+// follows), too few to overflow the buffer again however slowly a loaded
+// server acknowledges.
+func trickleFor(p *producer, d time.Duration, stop func() bool) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && (stop == nil || !stop()) {
+		p.write(1)
+		p.tick(true)
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // outageSetup starts a server (files in a temporary directory, so that
 // it can be restarted on the same address) and a producer of stream
 // node#1 whose publisher has a 64 KiB buffer (plain records, so that an
@@ -64,12 +77,13 @@ func TestServerRestart(t *testing.T) {
 	}
 	restartServer(t, addr, dir)
 	// Until the publisher delivers again and has recorded its loss, then
-	// a little more so that the record's message goes out.
-	produceFor(p, 20*time.Second, func() bool { return p.pub.recorded > 0 })
+	// a little more so that the record's message goes out; a trickle of
+	// lines, so that the only losses are the outage's.
+	trickleFor(p, 20*time.Second, func() bool { return p.pub.recorded > 0 })
 	if p.pub.recorded == 0 {
 		t.Fatalf("no transport record 20 s after the restart: %+v", p.pub.Stats())
 	}
-	produceFor(p, 200*time.Millisecond, nil)
+	trickleFor(p, 200*time.Millisecond, nil)
 	rep := p.end(t, 10*time.Second)
 	t.Logf("report: %+v", rep)
 	if len(rep.Unrecorded) != 0 || rep.Recorded == 0 || rep.LostFrames == 0 {
