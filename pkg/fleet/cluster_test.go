@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -74,10 +75,23 @@ func TestClusterNodeDown(t *testing.T) {
 	// A fresh ingester, connected to whichever survivor answers.
 	nc2, _ := connect(t, urls)
 	st := tempStore(t)
+	// Until the consumer has nothing left: an idle stop can come early
+	// while the cluster elects, or on a loaded machine.
 	var stats IngestStats
 	for {
-		stats, err = Ingest(ctx, nc2, tg, st, IngestOptions{Durable: "survivor", Idle: time.Second})
-		if err == nil || ctx.Err() != nil {
+		var run IngestStats
+		run, err = Ingest(ctx, nc2, tg, st, IngestOptions{Durable: "survivor", Idle: time.Second})
+		stats.add(run)
+		if err == nil {
+			var left uint64
+			if left, err = consumerLeft(ctx, nc2, tg, "survivor"); err == nil && left == 0 {
+				break
+			}
+			if err == nil {
+				err = fmt.Errorf("%d messages left to the consumer", left)
+			}
+		}
+		if ctx.Err() != nil {
 			break
 		}
 		t.Logf("ingest (the cluster may still be electing): %v", err)

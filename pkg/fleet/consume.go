@@ -202,7 +202,6 @@ func Ingest(ctx context.Context, nc *nats.Conn, t Target, st *segments.Store, o 
 			continue
 		}
 		awaiting = false
-		idleSince = time.Now()
 		// The batch is stored whatever ctx says: an interrupted ingester
 		// finishes what it fetched, then stops.
 		rep, err := st.Ingest(context.WithoutCancel(ctx), t.Display, bytes.NewReader(data), segments.IngestOptions{Warn: warn})
@@ -240,6 +239,10 @@ func Ingest(ctx context.Context, nc *nats.Conn, t Target, st *segments.Store, o 
 		if o.Stored != nil {
 			o.Stored(stats)
 		}
+		// Idle counts from here: the time the batch took to store is no
+		// time without messages (a slow disk, a loaded machine), and
+		// counted as such it would stop Ingest with messages waiting.
+		idleSince = time.Now()
 	}
 	_ = nc.Flush()
 	return stats, nil

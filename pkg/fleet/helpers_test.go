@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
@@ -175,16 +176,74 @@ func initStream(t testing.TB, nc *nats.Conn, prefix string, o StreamOptions) {
 }
 
 // ingestAll runs Ingest with durable name "test" until the stream has had
-// no message for idle, and fails the test on an error.
+// no message for idle (see ingestDrained), and fails the test on an
+// error.
 func ingestAll(t testing.TB, nc *nats.Conn, tg Target, st *segments.Store, idle time.Duration) IngestStats {
+	t.Helper()
+	return ingestDrained(t, nc, tg, st, IngestOptions{Durable: "test", Idle: idle, Warn: func(err error) { t.Logf("ingest: %v", err) }})
+}
+
+// ingestDrained runs Ingest with o (o.Idle set) and fails the test on an
+// error. On a loaded machine a fetch may come back empty although
+// messages wait (the server did not answer within the idle time): while
+// consumer o.Durable still has messages to deliver or to see
+// acknowledged, it runs Ingest again, for up to 30 s in all, then fails
+// the test. It returns the totals of the runs.
+func ingestDrained(t testing.TB, nc *nats.Conn, tg Target, st *segments.Store, o IngestOptions) IngestStats {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	stats, err := Ingest(ctx, nc, tg, st, IngestOptions{Durable: "test", Idle: idle, Warn: func(err error) { t.Logf("ingest: %v", err) }})
-	if err != nil {
-		t.Fatal(err)
+	var total IngestStats
+	for run := 1; ; run++ {
+		stats, err := Ingest(ctx, nc, tg, st, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total.add(stats)
+		left, err := consumerLeft(ctx, nc, tg, o.Durable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 {
+			return total
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("ingest: %d messages still left to consumer %q after 30 s (%d runs, %+v)", left, o.Durable, run, total)
+		}
+		t.Logf("ingest run %d stopped idle with %d messages left (a loaded machine?): running it again", run, left)
 	}
-	return stats
+}
+
+// consumerLeft returns how many messages durable consumer durable of tg's
+// stream has still to deliver or to see acknowledged.
+func consumerLeft(ctx context.Context, nc *nats.Conn, tg Target, durable string) (uint64, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return 0, err
+	}
+	c, err := js.Consumer(ctx, StreamName(tg.Prefix), durable)
+	if err != nil {
+		return 0, err
+	}
+	ci, err := c.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return ci.NumPending + uint64(ci.NumAckPending), nil
+}
+
+// add adds the totals of another Ingest run to s.
+func (s *IngestStats) add(o IngestStats) {
+	s.Batches += o.Batches
+	s.Messages += o.Messages
+	s.Bytes += o.Bytes
+	s.Frames += o.Frames
+	s.Duplicates += o.Duplicates
+	s.Conflicts += o.Conflicts
+	s.Expired += o.Expired
+	s.Trimmed += o.Trimmed
+	s.Damaged += o.Damaged
+	s.Refused += o.Refused
 }
 
 // storedStream is what a store holds of one stream, as the tests compare

@@ -23,10 +23,24 @@ func produceFor(p *producer, d time.Duration, stop func() bool) {
 	}
 }
 
+// trickleFor writes and ticks p (1 line every 5 ms, flushing each tick)
+// for d, or until stop says so: lines that close a lost range (its record
+// follows), too few to overflow the buffer again however slowly a loaded
+// server acknowledges.
+func trickleFor(p *producer, d time.Duration, stop func() bool) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && (stop == nil || !stop()) {
+		p.write(1)
+		p.tick(true)
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // outageSetup starts a server (files in a temporary directory, so that
 // it can be restarted on the same address) and a producer of stream
 // node#1 whose publisher has a 64 KiB buffer (plain records, so that an
-// outage of a second fills it), which publishes for 300 ms.
+// outage fills it soon), which publishes for 300 ms, and on until the
+// server has acknowledged a message (for up to 20 s: a loaded machine).
 func outageSetup(t *testing.T, node string) (s *Server, addr, dir string, nc *nats.Conn, tg Target, p *producer) {
 	t.Helper()
 	dir = t.TempDir()
@@ -36,6 +50,7 @@ func outageSetup(t *testing.T, node string) (s *Server, addr, dir string, nc *na
 	initStream(t, nc, tg.Prefix, StreamOptions{})
 	p = newProducer(t, node, 1, publisherOn(t, nc, tg, PublisherOptions{Buffer: 64 << 10}))
 	produceFor(p, 300*time.Millisecond, nil)
+	produceFor(p, 20*time.Second, func() bool { return p.pub.Stats().Messages > 0 })
 	return s, addr, dir, nc, tg, p
 }
 
@@ -53,18 +68,22 @@ func TestServerRestart(t *testing.T) {
 	}
 
 	s.Shutdown()
+	// Until the outage has overflowed the buffer (a second, or more on a
+	// loaded machine: up to 20 s).
 	produceFor(p, time.Second, nil)
+	produceFor(p, 20*time.Second, func() bool { return p.pub.Stats().LostFrames > 0 })
 	if p.pub.Stats().LostFrames == 0 {
-		t.Fatalf("the outage lost nothing (buffer %d bytes waiting): the test writes too slowly", p.pub.Waiting())
+		t.Fatalf("the outage lost nothing in 20 s (buffer %d bytes waiting)", p.pub.Waiting())
 	}
 	restartServer(t, addr, dir)
 	// Until the publisher delivers again and has recorded its loss, then
-	// a little more so that the record's message goes out.
-	produceFor(p, 20*time.Second, func() bool { return p.pub.recorded > 0 })
+	// a little more so that the record's message goes out; a trickle of
+	// lines, so that the only losses are the outage's.
+	trickleFor(p, 20*time.Second, func() bool { return p.pub.recorded > 0 })
 	if p.pub.recorded == 0 {
 		t.Fatalf("no transport record 20 s after the restart: %+v", p.pub.Stats())
 	}
-	produceFor(p, 200*time.Millisecond, nil)
+	trickleFor(p, 200*time.Millisecond, nil)
 	rep := p.end(t, 10*time.Second)
 	t.Logf("report: %+v", rep)
 	if len(rep.Unrecorded) != 0 || rep.Recorded == 0 || rep.LostFrames == 0 {

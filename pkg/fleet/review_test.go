@@ -53,14 +53,11 @@ func TestForgedSubject(t *testing.T) {
 	st := tempStore(t)
 	var warns []string
 	var mu sync.Mutex
-	_, err = Ingest(ctx, nc, tg, st, IngestOptions{Durable: "forged", Idle: 500 * time.Millisecond, Warn: func(err error) {
+	ingestDrained(t, nc, tg, st, IngestOptions{Durable: "forged", Idle: 500 * time.Millisecond, Warn: func(err error) {
 		mu.Lock()
 		warns = append(warns, err.Error())
 		mu.Unlock()
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if ss, _ := st.Streams(); len(ss) != 0 {
 		t.Errorf("the store took a forged message: %+v", ss)
 	}

@@ -295,6 +295,9 @@ type gpuState struct {
 	killGroup func(pgid int) error // kills a process group: syscall.Kill(-pgid, SIGKILL)
 	waitDelay time.Duration        // cmd.WaitDelay: gpuWaitDelay
 	reapGrace time.Duration        // gpuReapGrace
+	// started, if set, is told of each nvidia-smi started: its query,
+	// its pid (that of its process group) and the deadline it runs under.
+	started func(query string, pid int, deadline time.Time)
 }
 
 const (
@@ -457,6 +460,10 @@ func (p *Prober) runSMI(ctx, rctx context.Context, timeout time.Duration, bin, q
 		return nil, fmt.Errorf("nvidia-smi %s: %w", query, err)
 	}
 	pid := cmd.Process.Pid
+	if st.started != nil {
+		deadline, _ := rctx.Deadline()
+		st.started(query, pid, deadline)
+	}
 	done := make(chan struct{})
 	var werr error
 	go func() {

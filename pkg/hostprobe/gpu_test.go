@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -350,7 +353,7 @@ func TestReadGPUNotFound(t *testing.T) {
 			if !errors.Is(err, ErrNoGPU) || rec != nil {
 				t.Fatalf("got %v, %v; want ErrNoGPU", rec, err)
 			}
-			if d := time.Since(start); d > time.Second {
+			if d := time.Since(start); d > 10*time.Second {
 				t.Errorf("took %v", d)
 			}
 		})
@@ -410,11 +413,11 @@ func TestReadGPUProcessesFail(t *testing.T) {
 	}
 }
 
-// readPIDs reads the pids a fake nvidia-smi wrote to file, waiting for
-// them a little.
+// readPIDs reads the pids a fake nvidia-smi wrote to file, waiting up to
+// 20 s for them (a loaded machine).
 func readPIDs(t *testing.T, file string) []int {
 	t.Helper()
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		b, err := os.ReadFile(file)
 		if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
 			var pids []int
@@ -434,11 +437,11 @@ func readPIDs(t *testing.T, file string) []int {
 	}
 }
 
-// waitGone waits up to 3 s for pid to be gone: no such process, or a
+// waitGone waits up to 20 s for pid to be gone: no such process, or a
 // zombie waiting for an init that may never reap it (in a container).
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if syscall.Kill(pid, 0) == syscall.ESRCH {
 			return
 		}
@@ -454,13 +457,65 @@ func waitGone(t *testing.T, pid int) {
 	}
 }
 
+// smiStart is an nvidia-smi run as gpuState.started tells of it.
+type smiStart struct {
+	query    string
+	pid      int
+	deadline time.Time
+}
+
+// recordStarts makes p keep the nvidia-smi runs it starts, and returns
+// the function that gives them.
+func recordStarts(p *Prober) func() []smiStart {
+	var mu sync.Mutex
+	var runs []smiStart
+	p.gpu.started = func(query string, pid int, deadline time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		runs = append(runs, smiStart{query, pid, deadline})
+	}
+	return func() []smiStart {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(runs)
+	}
+}
+
+// groupGone waits up to 20 s for every process of process group pgid to
+// be gone (or a zombie, see waitGone): a killed nvidia-smi and whatever
+// it started, whether or not it had said their pids.
+func groupGone(t *testing.T, pgid int) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var live []string
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+			i := bytes.LastIndexByte(b, ')')
+			if err != nil || i < 0 {
+				continue
+			}
+			// After the command: state, ppid, pgrp.
+			if f := strings.Fields(string(b[i+1:])); len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+				live = append(live, e.Name())
+			}
+		}
+		if len(live) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("process group %d: processes %v still running", pgid, live)
+			return
+		}
+	}
+}
+
 func TestReadGPUHang(t *testing.T) {
 	for _, script := range []string{"hang", "hang-trap"} {
 		t.Run(script, func(t *testing.T) {
-			pidfile := filepath.Join(t.TempDir(), "pid")
-			t.Setenv("FAKE_SMI_PIDFILE", pidfile)
 			const timeout = 300 * time.Millisecond
 			p := &Prober{NvidiaSMI: fakeSMI(t, script), GPUTimeout: timeout}
+			starts := recordStarts(p)
 			start := time.Now()
 			rec, err := p.ReadGPU(context.Background(), netT0)
 			d := time.Since(start)
@@ -470,12 +525,17 @@ func TestReadGPUHang(t *testing.T) {
 			if strings.Contains(err.Error(), "not exited") {
 				t.Errorf("err = %v: it should have been reaped", err)
 			}
-			if d < timeout || d > timeout+time.Second {
+			// About timeout: well below the minute the script sleeps.
+			if d < timeout || d > timeout+10*time.Second {
 				t.Errorf("returned after %v, want about %v", d, timeout)
 			}
-			for _, pid := range readPIDs(t, pidfile) {
-				waitGone(t, pid)
+			// Killed with its group: the script and its child (whether
+			// or not it got to say their pids before the kill).
+			runs := starts()
+			if len(runs) != 1 {
+				t.Fatalf("runs %+v, want one", runs)
 			}
+			groupGone(t, runs[0].pid)
 			if p.gpu.unreaped != nil {
 				t.Error("a reaped run is still waited for")
 			}
@@ -487,25 +547,36 @@ func TestReadGPUHang(t *testing.T) {
 // deadline: the compute-apps run gets what the GPU query left, so a
 // sample costs GPUTimeout at most, not twice that.
 func TestReadGPUOneDeadline(t *testing.T) {
-	pidfile := filepath.Join(t.TempDir(), "pid")
-	t.Setenv("FAKE_SMI_PIDFILE", pidfile)
-	const timeout = 800 * time.Millisecond // the GPU query takes 500 ms of it
+	t.Parallel()
+	// The GPU query takes 500 ms of it (more on a loaded machine, not
+	// all of it).
+	const timeout = 5 * time.Second
 	p := &Prober{NvidiaSMI: fakeSMI(t, "slow-apps"), GPUTimeout: timeout}
+	starts := recordStarts(p)
 	start := time.Now()
 	rec, err := p.ReadGPU(context.Background(), netT0)
 	d := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d < timeout || d > timeout+350*time.Millisecond {
-		t.Errorf("returned after %v, want about %v (two deadlines: 1.3 s)", d, timeout)
+	// Both runs were started under the one deadline, timeout after the
+	// sample began (the second had what the first left).
+	runs := starts()
+	if len(runs) != 2 || runs[0].query != "--query-gpu" || runs[1].query != "--query-compute-apps" {
+		t.Fatalf("runs %+v, want the GPU query then the compute-apps query", runs)
 	}
-	if len(rec.GPUs) != 1 || rec.Processes != nil || rec.ProcessesError != "nvidia-smi did not answer within 800ms; killed" {
+	if !runs[1].deadline.Equal(runs[0].deadline) || runs[0].deadline.Before(start.Add(timeout)) || runs[0].deadline.After(start.Add(timeout+time.Second)) {
+		t.Errorf("deadlines %v and %v, want both about %v after %v", runs[0].deadline, runs[1].deadline, timeout, start)
+	}
+	// Killed at that deadline: well before the minute the compute-apps
+	// query sleeps.
+	if d < timeout || d > timeout+10*time.Second {
+		t.Errorf("returned after %v, want about %v", d, timeout)
+	}
+	if len(rec.GPUs) != 1 || rec.Processes != nil || rec.ProcessesError != "nvidia-smi did not answer within 5s; killed" {
 		t.Errorf("gpus %+v processes %+v processes_error %q; want the GPU, null processes and the deadline", rec.GPUs, rec.Processes, rec.ProcessesError)
 	}
-	for _, pid := range readPIDs(t, pidfile) {
-		waitGone(t, pid)
-	}
+	groupGone(t, runs[1].pid)
 }
 
 // TestRunSMIAfterDeadline checks that a run whose sample's deadline has
@@ -528,14 +599,16 @@ func TestRunSMIAfterDeadline(t *testing.T) {
 func TestReadGPUChildHoldsPipe(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "pid")
 	t.Setenv("FAKE_SMI_PIDFILE", pidfile)
-	p := &Prober{NvidiaSMI: fakeSMI(t, "hang-child"), GPUTimeout: 5 * time.Second}
+	// Were the child to keep it waiting, it would until the deadline (a
+	// minute), then fail.
+	p := &Prober{NvidiaSMI: fakeSMI(t, "hang-child"), GPUTimeout: time.Minute}
 	p.gpu.waitDelay = 100 * time.Millisecond
 	start := time.Now()
 	rec, err := p.ReadGPU(context.Background(), netT0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("took %v: the child holding stdout kept it waiting", d)
 	}
 	if len(rec.GPUs) != 1 || rec.GPUs[0].UUID != "GPU-abc" {
@@ -555,14 +628,16 @@ func TestReadGPUNoPileUp(t *testing.T) {
 	t.Setenv("FAKE_SMI_PIDFILE", pidfile)
 	p := &Prober{NvidiaSMI: fakeSMI(t, "hang"), GPUTimeout: 100 * time.Millisecond}
 	p.gpu.killGroup = func(int) error { return nil } // the kill does nothing…
-	p.gpu.waitDelay = 700 * time.Millisecond         // …until exec's own, after WaitDelay
+	p.gpu.waitDelay = time.Hour                      // …nor does exec's own, for the test's time
 	p.gpu.reapGrace = 50 * time.Millisecond
 	start := time.Now()
 	_, err := p.ReadGPU(context.Background(), netT0)
 	if err == nil || !strings.Contains(err.Error(), "did not answer within 100ms; killed, but it has not exited") {
 		t.Fatalf("err = %v", err)
 	}
-	if d := time.Since(start); d > 600*time.Millisecond {
+	// About 150 ms: it does not wait for the stuck one (which lives
+	// until the test kills it).
+	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("returned after %v, want about 150ms", d)
 	}
 	pid := readPIDs(t, pidfile)[0]
@@ -573,9 +648,17 @@ func TestReadGPUNoPileUp(t *testing.T) {
 	if r := runs(); len(r) != 1 {
 		t.Errorf("runs %q, want one", r)
 	}
+	// The stuck one goes at last (the driver let it go): once it is
+	// reaped, the next sample runs nvidia-smi again.
+	syscall.Kill(pid, syscall.SIGKILL)
 	waitGone(t, pid)
-	time.Sleep(50 * time.Millisecond) // Wait's goroutine closes unreaped
+	select {
+	case <-p.gpu.unreaped:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the killed nvidia-smi was not reaped within 20 s")
+	}
 	p.NvidiaSMI = fakeSMI(t, "good")
+	p.GPUTimeout = time.Minute
 	if _, err := p.ReadGPU(context.Background(), netT0.Add(2*time.Second)); err != nil {
 		t.Errorf("after the stuck one went: %v", err)
 	}
@@ -584,19 +667,32 @@ func TestReadGPUNoPileUp(t *testing.T) {
 	}
 }
 
+// TestReadGPUCanceled cancels a sample while nvidia-smi hangs (once it
+// has said its pid): ReadGPU returns the cancellation at once, and the
+// process is gone.
 func TestReadGPUCanceled(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "pid")
 	t.Setenv("FAKE_SMI_PIDFILE", pidfile)
 	p := &Prober{NvidiaSMI: fakeSMI(t, "hang")}
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	start := time.Now()
+	defer cancel()
+	var canceled atomic.Int64 // unix ns of the cancel
+	go func() {
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if b, err := os.ReadFile(pidfile); err == nil && len(bytes.TrimSpace(b)) > 0 {
+				break
+			}
+		}
+		canceled.Store(time.Now().UnixNano())
+		cancel()
+	}()
 	_, err := p.ReadGPU(ctx, netT0)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("took %v", d)
+	// At once: well before the minute the script sleeps.
+	if d := time.Since(time.Unix(0, canceled.Load())); d > 10*time.Second {
+		t.Errorf("took %v after the cancel", d)
 	}
 	for _, pid := range readPIDs(t, pidfile) {
 		waitGone(t, pid)

@@ -72,10 +72,11 @@ type SamplerOptions struct {
 // channel per tick (see the package doc). Create it with [NewSampler],
 // which registers the channels, then call Run once.
 type Sampler struct {
-	p    *Prober
-	sub  Submitter
-	opts SamplerOptions
-	ids  [numChannels]frames.ChannelID
+	p     *Prober
+	sub   Submitter
+	opts  SamplerOptions
+	ids   [numChannels]frames.ChannelID
+	clock clock // the schedule's time: systemClock, or a test's simulated one
 
 	mu      sync.Mutex // serializes submit and OnError between the GPU goroutine and the rest
 	seqs    [numChannels]uint64
@@ -119,7 +120,7 @@ func NewSampler(p *Prober, sub Submitter, opts SamplerOptions) (*Sampler, error)
 	if opts.Channels == (Channels{}) {
 		opts.Channels = AllChannels
 	}
-	s := &Sampler{p: p, sub: sub, opts: opts}
+	s := &Sampler{p: p, sub: sub, opts: opts, clock: systemClock{}}
 	for i := range numChannels {
 		if !opts.Channels.on(i) {
 			continue
@@ -181,7 +182,7 @@ func (s *Sampler) Stats() []ChannelStats {
 // nothing to sample.
 func (s *Sampler) Run(ctx context.Context) error {
 	ch := s.opts.Channels
-	start := time.Now()
+	start := s.clock.Now()
 	// Priming reads: their errors show at the first sample.
 	if ch.CPU {
 		s.p.ReadCPU(start)
@@ -230,14 +231,14 @@ func (s *Sampler) Run(ctx context.Context) error {
 
 	// The schedule starts now, after the priming reads and the GPU
 	// goroutine's start: slot k is due at start + k×Interval.
-	start = time.Now()
-	t := time.NewTicker(s.opts.Interval)
-	defer t.Stop()
+	start = s.clock.Now()
+	ticks, stopTicks := s.clock.NewTicker(s.opts.Interval)
+	defer stopTicks()
 	var end <-chan time.Time
 	if s.opts.Duration > 0 {
-		timer := time.NewTimer(s.opts.Duration)
-		defer timer.Stop()
-		end = timer.C
+		var stopEnd func()
+		end, stopEnd = s.clock.NewTimer(s.opts.Duration)
+		defer stopEnd()
 	}
 	// end_ ends the run, however it ends: when host.gpu was the only
 	// channel and nvidia-smi is not there, the run had nothing to sample.
@@ -253,11 +254,12 @@ func (s *Sampler) Run(ctx context.Context) error {
 	last, taken, lastSlot := start, 0, 0
 	for {
 		var final bool
+		s.clock.Idle()
 		select {
 		case <-ctx.Done():
 			// The last sample, unless one was just taken (too short to
 			// say anything); always when none was taken at all.
-			if now := time.Now(); taken == 0 || now.Sub(last) >= MinInterval {
+			if now := s.clock.Now(); taken == 0 || now.Sub(last) >= MinInterval {
 				slot := int((now.Sub(start) + s.opts.Interval/2) / s.opts.Interval)
 				s.sampleFast(max(0, slot-lastSlot-1))
 			}
@@ -265,13 +267,13 @@ func (s *Sampler) Run(ctx context.Context) error {
 		case <-nothingLeft:
 			return end_()
 		case <-end:
-			if taken > 0 && time.Since(last) < MinInterval {
+			if taken > 0 && s.clock.Now().Sub(last) < MinInterval {
 				return end_()
 			}
 			final = true
-		case <-t.C:
+		case <-ticks:
 		}
-		now := time.Now()
+		now := s.clock.Now()
 		// The slot of this tick in the schedule, from the time it is
 		// taken: a tick the ticker kept while a sample overran is late,
 		// and may stand for a later slot, or for one already sampled.
@@ -328,9 +330,9 @@ func (s *Sampler) runGPU(ctx context.Context, ticks <-chan struct{}, done, gone 
 // gpuSample takes and submits one GPU sample; it reports whether
 // nvidia-smi is not there (ErrNoGPU: one record says so).
 func (s *Sampler) gpuSample(ctx context.Context) (gone bool) {
-	now := time.Now()
+	now, began := s.clock.Now(), time.Now()
 	rec, err := s.p.ReadGPU(ctx, now)
-	took := time.Since(now)
+	took := time.Since(began) // nvidia-smi's own time, whatever the schedule's clock
 	if errors.Is(err, ErrNoGPU) {
 		rec = &GPURecord{Sample: Sample{Schema: SchemaGPU, SampleUnixMS: now.UnixMilli(), Error: err.Error()}}
 		s.submit(chGPU, now, rec, &rec.Sample, nil)
@@ -381,7 +383,7 @@ func (s *Sampler) sampleFast(skipped int) {
 		if !s.opts.Channels.on(i) {
 			continue
 		}
-		now := time.Now()
+		now := s.clock.Now()
 		var rec any
 		var head *Sample
 		var err error
@@ -461,3 +463,34 @@ func (s *Sampler) report(i int, err error) {
 		s.opts.OnError(channelNames[i], err)
 	}
 }
+
+// clock is where a Sampler's schedule gets its time: systemClock, or in
+// tests a simulated clock that moves only when Run waits.
+type clock interface {
+	Now() time.Time
+	// NewTicker and NewTimer return the channel of a time.Ticker or a
+	// time.Timer of d, and the function that stops it.
+	NewTicker(d time.Duration) (<-chan time.Time, func())
+	NewTimer(d time.Duration) (<-chan time.Time, func())
+	// Idle is called each time Run is about to wait for its next tick:
+	// a simulated clock moves to its next deadline then.
+	Idle()
+}
+
+// systemClock is the clock of the system: time.Now, time.NewTicker,
+// time.NewTimer.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+func (systemClock) NewTicker(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
+}
+
+func (systemClock) NewTimer(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
+}
+
+func (systemClock) Idle() {}

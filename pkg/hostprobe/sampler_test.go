@@ -20,6 +20,7 @@ type fakeStream struct {
 	names   []string
 	content []frames.ChannelContent
 	records map[string][]map[string]any
+	order   []string // the channel of each record, in the order submitted
 }
 
 func (f *fakeStream) RegisterChannel(name string, content frames.ChannelContent) (frames.ChannelID, error) {
@@ -42,6 +43,7 @@ func (f *fakeStream) SubmitBytes(ch frames.ChannelID, payload []byte) bool {
 	}
 	name := f.names[ch-1]
 	f.records[name] = append(f.records[name], m)
+	f.order = append(f.order, name)
 	return true
 }
 
@@ -193,23 +195,27 @@ func slots(recs []map[string]any) int {
 
 // The schedule is fixed from the start: a sample that overruns makes the
 // ticks it covered skipped (said in the next record), and does not shift
-// the end: --duration 200ms at 20ms is 10 ticks whatever happens.
+// the end: --duration 200ms at 20ms is 10 ticks whatever happens. The
+// schedule runs on a simulated clock (the overrun is one of 75 ms of it),
+// so that a loaded machine does not make ticks late.
 func TestSamplerScheduleSkipsOverrunTicks(t *testing.T) {
 	dir := t.TempDir()
 	cpuWriteTree(t, dir, sampleProc)
 	p := &Prober{ProcRoot: dir, SysRoot: filepath.Join(dir, "nosys")}
 	var st fakeStream
+	clk := newFakeClock()
 	calls := 0
 	s, err := NewSampler(p, &st, SamplerOptions{Interval: 20 * time.Millisecond, Duration: 200 * time.Millisecond,
 		Channels: Channels{CPU: true, Net: true},
 		AfterTick: func() {
 			if calls++; calls == 1 {
-				time.Sleep(75 * time.Millisecond) // an overrun of about 3 ticks
+				clk.Advance(75 * time.Millisecond) // an overrun of about 3 ticks
 			}
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.clock = clk
 	if err := s.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -232,57 +238,76 @@ func TestSamplerScheduleSkipsOverrunTicks(t *testing.T) {
 }
 
 // nvidia-smi runs beside the other channels: a hung one neither delays
-// them nor runs twice, and the ticks it covered are said.
+// them nor runs twice, and the ticks it covered are said. The schedule
+// runs on a simulated clock (30 s ticks, which take no time), nvidia-smi
+// on the real one: the hung one holds up its goroutine for its timeout
+// of 5 s, during which the other 9 ticks come and go.
 func TestSamplerHungGPUDelaysNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cpuWriteTree(t, dir, sampleProc)
-	p := &Prober{ProcRoot: dir, SysRoot: filepath.Join(dir, "nosys"), NvidiaSMI: fakeSMI(t, "hang"), GPUTimeout: 500 * time.Millisecond}
+	p := &Prober{ProcRoot: dir, SysRoot: filepath.Join(dir, "nosys"), NvidiaSMI: fakeSMI(t, "hang"), GPUTimeout: 5 * time.Second}
 	var st fakeStream
-	s, err := NewSampler(p, &st, SamplerOptions{Interval: 20 * time.Millisecond, Duration: 200 * time.Millisecond})
+	s, err := NewSampler(p, &st, SamplerOptions{Interval: 30 * time.Second, Duration: 300 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
+	clk := newFakeClock()
+	first := true
+	clk.beforeAdvance = func() {
+		if first { // the first tick finds the GPU goroutine waiting for it
+			waitGPUParked(t)
+			first = false
+		}
+	}
+	s.clock = clk
 	if err := s.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	cpu := st.recordsOf(ChannelCPU)
-	if slots(cpu) != 10 {
-		t.Errorf("host.cpu: %d ticks, want 10", slots(cpu))
+	if slots(cpu) != 10 || len(cpu) != 10 {
+		t.Errorf("host.cpu: %d records for %d ticks, want 10 and 10", len(cpu), slots(cpu))
 	}
-	// Every CPU sample was taken long before the hung nvidia-smi was
-	// killed (at 0.5 s).
-	last := cpu[len(cpu)-1]["sample_unix_ms"].(float64)
-	if d := time.UnixMilli(int64(last)).Sub(start); d > 700*time.Millisecond {
-		t.Errorf("last CPU sample %v after the start: held up by the GPU", d)
+	// Every CPU sample was taken before the hung nvidia-smi was killed.
+	st.mu.Lock()
+	order := strings.Join(st.order, " ")
+	st.mu.Unlock()
+	if i, j := strings.LastIndex(order, ChannelCPU), strings.Index(order, ChannelGPU); j < i {
+		t.Errorf("records in the order %s: the CPU was held up by the GPU", order)
 	}
 	gpu := st.recordsOf(ChannelGPU)
 	if len(gpu) != 1 {
 		t.Fatalf("host.gpu: %d records, want the one hung sample: %v", len(gpu), gpu)
 	}
 	e, _ := gpu[0]["error"].(string)
-	if k, _ := gpu[0]["skipped_ticks"].(float64); !strings.Contains(e, "did not answer within 500ms") || k != 9 {
+	if k, _ := gpu[0]["skipped_ticks"].(float64); !strings.Contains(e, "did not answer within 5s") || k != 9 {
 		t.Errorf("host.gpu record: error %q skipped_ticks %v, want a timeout and the 9 other ticks skipped", e, k)
 	}
 }
 
 // With a working nvidia-smi, every tick gets a GPU sample (when it answers
-// within the interval), concurrently with the other channels.
+// within the interval), concurrently with the other channels. The
+// schedule runs on a simulated clock that moves on only once the GPU
+// goroutine waits again: an interval longer than the sample, however
+// loaded the machine.
 func TestSamplerGPUEveryTick(t *testing.T) {
 	dir := t.TempDir()
 	cpuWriteTree(t, dir, sampleProc)
 	p := &Prober{ProcRoot: dir, SysRoot: filepath.Join(dir, "nosys"), NvidiaSMI: fakeSMI(t, "good")}
 	var st fakeStream
-	s, err := NewSampler(p, &st, SamplerOptions{Interval: 150 * time.Millisecond, Count: 3, Channels: Channels{CPU: true, GPU: true}})
+	s, err := NewSampler(p, &st, SamplerOptions{Interval: 30 * time.Second, Count: 3, Channels: Channels{CPU: true, GPU: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	clk := newFakeClock()
+	clk.beforeAdvance = func() { waitGPUParked(t) }
+	s.clock = clk
 	if err := s.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	gpu := st.recordsOf(ChannelGPU)
-	if slots(gpu) != 3 || len(st.recordsOf(ChannelCPU)) != 3 {
-		t.Fatalf("host.gpu stands for %d ticks, host.cpu %d records; want 3 and 3", slots(gpu), len(st.recordsOf(ChannelCPU)))
+	if slots(gpu) != 3 || len(gpu) != 3 || len(st.recordsOf(ChannelCPU)) != 3 {
+		t.Fatalf("host.gpu: %d records for %d ticks, host.cpu %d records; want 3, 3 and 3", len(gpu), slots(gpu), len(st.recordsOf(ChannelCPU)))
 	}
 	for _, r := range gpu {
 		if gs, _ := r["gpus"].([]any); r["error"] != nil && len(gs) == 0 {
@@ -310,10 +335,14 @@ func TestSamplerShortDuration(t *testing.T) {
 }
 
 // A GPU sample cut short by the end of the run (Ctrl-C, the wrapped
-// command exiting) is recorded as such, and is not an error.
+// command exiting) is recorded as such, and is not an error. The
+// schedule runs on a simulated clock: the first tick finds the GPU
+// goroutine waiting, and the run ends once nvidia-smi has started.
 func TestSamplerGPUCutShort(t *testing.T) {
 	dir := t.TempDir()
 	cpuWriteTree(t, dir, sampleProc)
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	t.Setenv("FAKE_SMI_PIDFILE", pidfile)
 	p := &Prober{ProcRoot: dir, SysRoot: filepath.Join(dir, "nosys"), NvidiaSMI: fakeSMI(t, "hang"), GPUTimeout: time.Minute}
 	var st fakeStream
 	var errs []string
@@ -322,8 +351,20 @@ func TestSamplerGPUCutShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	clk := newFakeClock()
+	calls := 0
+	clk.beforeAdvance = func() {
+		switch calls++; calls {
+		case 1:
+			waitGPUParked(t)
+		case 2: // the first tick was taken: nvidia-smi runs
+			readPIDs(t, pidfile)
+			cancel()
+		}
+	}
+	s.clock = clk
 	if err := s.Run(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+func init() {
+	// The tests look for holders on a machine that may be loaded: a scan
+	// cut short at 250 ms would miss them.
+	holderScanBudget = time.Minute
+}
+
 // startedHolder parses the pid a script printed as its first stdout line,
 // and kills that process when the test ends.
 func startedHolder(t *testing.T, p *fakeProducer) int {
@@ -74,12 +80,13 @@ func TestDrainTimeoutNamesHolder(t *testing.T) {
 
 // TestDrainFollowsFlowingOutput: output that keeps coming after the child
 // exited, with gaps well below DrainIdle, is read to EOF although it lasts
-// longer than DrainIdle in all.
+// longer than DrainIdle in all. DrainIdle is 5 s, so that a loaded
+// machine's gaps stay below it; the output lasts at least 7 s.
 func TestDrainFollowsFlowingOutput(t *testing.T) {
 	t.Parallel()
-	const n = 40
-	res, p := runSh(t, fmt.Sprintf(`echo started; (i=0; while [ $i -lt %d ]; do echo x$i; sleep 0.01; i=$((i+1)); done) &`, n),
-		Options{DrainTimeout: time.Minute, DrainIdle: 250 * time.Millisecond})
+	const n = 70
+	res, p := runSh(t, fmt.Sprintf(`echo started; (i=0; while [ $i -lt %d ]; do echo x$i; sleep 0.1; i=$((i+1)); done) &`, n),
+		Options{DrainTimeout: time.Minute, DrainIdle: 5 * time.Second})
 	want := "started\n"
 	for i := range n {
 		want += fmt.Sprintf("x%d\n", i)

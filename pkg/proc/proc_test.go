@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -616,9 +617,17 @@ func TestCancel(t *testing.T) {
 func TestGrandchildHoldsPipe(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	res, p := runSh(t, `sleep 5 & echo hi`, Options{DrainTimeout: 300 * time.Millisecond})
-	if d := time.Since(start); d > 3*time.Second {
+	// The grandchild holds the pipes for 30 s (its pid on stderr, so that
+	// it is killed at the end); a loaded machine may make Run slow, not
+	// that slow.
+	res, p := runSh(t, `sleep 30 & echo $! >&2; echo hi`, Options{DrainTimeout: 300 * time.Millisecond})
+	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("Run took %v with DrainTimeout 300ms", d)
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(p.text("proc.t.stderr"))); err == nil {
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	} else {
+		t.Errorf("stderr %q: no pid", p.text("proc.t.stderr"))
 	}
 	if got := p.text("proc.t.stdout"); got != "hi\n" {
 		t.Errorf("stdout = %q", got)

@@ -19,12 +19,14 @@ type growingFile struct {
 	mu   sync.Mutex
 	data []byte
 	off  int
+	eofs int // reads at the end since the last append
 }
 
 func (f *growingFile) Read(p []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.off == len(f.data) {
+		f.eofs++
 		return 0, io.EOF
 	}
 	n := copy(p, f.data[f.off:])
@@ -35,7 +37,26 @@ func (f *growingFile) Read(p []byte) (int, error) {
 func (f *growingFile) append(b []byte) {
 	f.mu.Lock()
 	f.data = append(f.data, b...)
+	f.eofs = 0
 	f.mu.Unlock()
+}
+
+// waitRead waits (up to 20 s: a loaded machine) until a following reader
+// has read all f holds and come back for more twice: it has handed over
+// what it could and polls, waiting.
+func (f *growingFile) waitRead(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+		f.mu.Lock()
+		idle := f.eofs >= 2
+		f.mu.Unlock()
+		if idle {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the reader did not read to the end of the file within 20 s")
+		}
+	}
 }
 
 // follow reads f in follow mode in the background until ctx ends.
@@ -70,7 +91,7 @@ func TestFollowGrowingFile(t *testing.T) {
 				rest = rest[n:]
 				time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
 			}
-			time.Sleep(50 * time.Millisecond)
+			f.waitRead(t)
 			cancel()
 			got := <-done
 			if !errors.Is(got.err, context.Canceled) {
@@ -96,9 +117,9 @@ func TestFollowDamage(t *testing.T) {
 	f.append(c.b[:good+3]) // the damaged record and part of the next
 	ctx, cancel := context.WithCancel(context.Background())
 	done := follow(ctx, f)
-	time.Sleep(20 * time.Millisecond)
+	f.waitRead(t)
 	f.append(c.b[good+3 : tail+5])
-	time.Sleep(50 * time.Millisecond)
+	f.waitRead(t)
 	cancel()
 	got := <-done
 	checkOrder(t, got, []expect{entryAt(EntrySegment, h), corruptAt(bad, good, wireformat.ErrChecksum), entryAt(EntryFrame, good)})

@@ -1,6 +1,6 @@
 module github.com/ds-telemetry/ds/scripts/readbench
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/ds-telemetry/ds v0.0.0
@@ -9,7 +9,7 @@ require (
 
 require (
 	github.com/davecgh/go-spew v1.1.1 // indirect
-	github.com/klauspost/compress v1.18.2 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/kr/text v0.2.0 // indirect
 	github.com/pierrec/lz4/v4 v4.1.21 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
