@@ -20,8 +20,8 @@ build:
 ## corpora, property tests) under the race detector; the testscripts of
 ## cmd/ds, which run ds as a process a few hundred times, and the 50
 ## kill -9 trials of ds ingest without it (under it, make race runs 10).
-## TEST_LINT=lint adds staticcheck after vet (make lint); it is to join by
-## default once its findings outside the tests are fixed.
+## TEST_LINT=lint adds staticcheck after vet (make lint); CI runs make lint
+## after make test (.ci/run).
 TEST_LINT ?=
 test: fmt-check vet tidy-check $(TEST_LINT) race scripts trials
 
