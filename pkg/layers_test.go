@@ -37,7 +37,7 @@ var allowed = map[string][]string{
 	"proc":        {"pkg/frames", "github.com/creack/pty", "golang.org/x/sys"},
 	"fleet":       {"pkg/segments", "pkg/wireformat", "pkg/frames", "pkg/textfmt", "github.com/nats-io/nats.go", "github.com/nats-io/nats-server/v2"},
 	"capture":     {"pkg/segments", "pkg/wireformat", "pkg/frames"},
-	"sources":     {"pkg/segments", "pkg/fleet", "pkg/wireformat", "pkg/frames", "github.com/nats-io/nats.go"},
+	"sources":     {"pkg/segments", "pkg/fleet", "pkg/textfmt", "pkg/wireformat", "pkg/frames", "github.com/nats-io/nats.go"},
 }
 
 // forbiddenStd lists standard packages (and everything below them) a

@@ -156,11 +156,16 @@ func onlyDamaged(err error) bool {
 }
 
 // noMatch is the error of a channel pattern that matched no channel,
-// listing the channels there are.
+// listing the channels there are (each quoted if it could drive a
+// terminal: names come from the input).
 func noMatch(cmd, pattern string, channels []string, more bool) error {
 	list := "none"
 	if len(channels) > 0 {
-		list = strings.Join(channels, ", ")
+		quoted := make([]string, len(channels))
+		for i, c := range channels {
+			quoted[i] = textfmt.Quote(c) // names come from the capture
+		}
+		list = strings.Join(quoted, ", ")
 		if more {
 			list += ", …"
 		}

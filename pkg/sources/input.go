@@ -11,6 +11,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 // LiveIdle is how long a live input (a pipe, a file followed) stays quiet
@@ -154,7 +155,7 @@ func (in *Input) Scan(ctx context.Context, opts segments.ScanOptions, sink segme
 		default:
 			return err
 		}
-		fmt.Fprintf(warn, "ds: %s: file %s; reading it again from the start\n", in.Name, why)
+		fmt.Fprintf(warn, "ds: %s: file %s; reading it again from the start\n", textfmt.Quote(in.Name), why)
 		f, err := os.Open(in.Name)
 		if err != nil {
 			return err
@@ -226,9 +227,9 @@ func (d *DamageReporter) Report(offset, end int64, torn bool, err error) bool {
 	}
 	d.Damaged = true
 	if torn {
-		fmt.Fprintf(d.Warn, "ds: %s: torn tail at byte %d (the writer stopped mid-record): %v\n", d.Name, offset, err)
+		fmt.Fprintf(d.Warn, "ds: %s: torn tail at byte %d (the writer stopped mid-record): %s\n", textfmt.Quote(d.Name), offset, textfmt.Quote(err.Error()))
 	} else {
-		fmt.Fprintf(d.Warn, "ds: %s: bytes %d–%d unreadable, skipped: %v\n", d.Name, offset, end-1, err)
+		fmt.Fprintf(d.Warn, "ds: %s: bytes %d–%d unreadable, skipped: %s\n", textfmt.Quote(d.Name), offset, end-1, textfmt.Quote(err.Error()))
 	}
 	return true
 }
