@@ -364,6 +364,7 @@ func scanInputs(ctx context.Context, names []string, stdin io.Reader, stderr io.
 func scanOne(ctx context.Context, in *input, opts segments.ScanOptions, sink segments.Sink, stderr io.Writer) error {
 	cr := &atomicCounter{r: in.r}
 	defer func() { in.read = cr.n.Load() }()
+	opts = trimTrust(opts, in, stderr)
 	if !opts.Follow || in.file == nil || in.size < 0 {
 		opts.Follow = false // as tail -f reads a pipe: to its end
 		return segments.ScanAny(ctx, cr, opts, sink)

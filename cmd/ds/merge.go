@@ -377,7 +377,7 @@ func (j *mergeJob) inputs(names []string) ([]segments.MergeInput, int64) {
 	var ins []segments.MergeInput
 	total := int64(0)
 	for _, name := range names {
-		ins = append(ins, segments.MergeInput{Name: name, Open: func() (io.ReadCloser, error) { return openMergeInput(name, j.stdin) }})
+		ins = append(ins, segments.MergeInput{Name: name, Open: func() (io.ReadCloser, error) { return openMergeInput(name, j.stdin) }, Store: isStoreInput(name)})
 		switch fi, err := os.Stat(name); {
 		case name == "-" || isStoreInput(name):
 			total = -1 // a pipe, or a store's stream: size unknown

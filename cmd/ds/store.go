@@ -340,7 +340,7 @@ func tailStore(ctx context.Context, in *input, w *tailOutWriter, stderr io.Write
 	sink := views.NewLogSink(p, opts.Log.Window)
 	sink.File = in.name
 	rep := &damageReporter{in: in, stderr: stderr, Sink: sink}
-	err := segments.ScanAny(ctx, in.r, segments.ScanOptions{}, rep)
+	err := segments.ScanAny(ctx, in.r, segments.ScanOptions{Store: true}, rep)
 	if err != nil {
 		in.close()
 		return rep.damaged, inputError(in.name, err)
@@ -370,7 +370,7 @@ func followStore(ctx context.Context, in *input, rep *damageReporter, done func(
 	defer in.close()
 	in.store.follow(ctx)
 	sink := rep.Sink.(*views.LogSink)
-	err := segments.ScanAny(ctx, in.r, segments.ScanOptions{IdleAfter: liveIdle}, rep)
+	err := segments.ScanAny(ctx, in.r, segments.ScanOptions{IdleAfter: liveIdle, Store: true}, rep)
 	sink.A.Flush()
 	sink.P.Close()
 	if err != nil && !errors.Is(err, context.Canceled) {

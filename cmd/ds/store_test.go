@@ -68,7 +68,7 @@ type posSink struct{ got *[]frames.Position }
 func (s *posSink) Header(segments.SegmentHeader)                  {}
 func (s *posSink) Channel(frames.ChannelDescriptor)               {}
 func (s *posSink) Frame(_ frames.StreamID, f frames.Frame)        { *s.got = append(*s.got, f.Position) }
-func (s *posSink) Trimmed(frames.StreamID, frames.Position)       {}
+func (s *posSink) Trimmed(frames.StreamID, frames.Position, bool) {}
 func (s *posSink) Ended(frames.StreamID)                          {}
 func (s *posSink) Damage(offset, end int64, torn bool, err error) {}
 

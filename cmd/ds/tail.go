@@ -355,7 +355,7 @@ func tailRing(ctx context.Context, in *input, stderr io.Writer, opts views.TailO
 	}
 	sink.File = in.name
 	rep := &damageReporter{in: in, stderr: stderr, Sink: sink}
-	err := segments.ScanAny(ctx, in.r, segments.ScanOptions{}, rep)
+	err := segments.ScanAny(ctx, in.r, trimTrust(segments.ScanOptions{}, in, stderr), rep)
 	sink.A.Flush()
 	if cerr := p.Close(); cerr != nil && err == nil {
 		err = cerr

@@ -36,7 +36,11 @@ func (c *callLog) Frame(s frames.StreamID, f frames.Frame) {
 	c.add("frame %s %d ch%d %q", s, f.Position, f.Channel, f.Payload)
 }
 func (c *callLog) Ended(s frames.StreamID) { c.add("ended %s", s) }
-func (c *callLog) Trimmed(s frames.StreamID, before frames.Position) {
+func (c *callLog) Trimmed(s frames.StreamID, before frames.Position, store bool) {
+	if store {
+		c.add("trimmed %s below %d by its store", s, before)
+		return
+	}
 	c.add("trimmed %s below %d", s, before)
 }
 func (c *callLog) Damage(offset, end int64, torn bool, err error) {

@@ -466,7 +466,7 @@ func (p *Printer) Item(it segments.Item) {
 		p.startItem(st, it.Frame.Position)
 		return
 	case segments.ItemTrimmed:
-		p.storeTrimmed(st, it.Gap.To)
+		p.storeTrimmed(st, it.Gap.From, it.Gap.To)
 		return
 	}
 	f := &it.Frame
