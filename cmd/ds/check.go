@@ -51,6 +51,11 @@ reports what it finds, one line each on stdout:
    FILE: byte A: record of unknown type T in stream S, skipped
           a record type this ds does not know (a newer writer), or a Block
           of an unknown codec: not damage, its CRC checked
+   FILE: stream S: a Trimmed record (positions below H) in a capture
+          file, which holds N frames below it: …
+          a Trimmed record is a store's, authoritative only in what a
+          store reads out; a capture file (crafted, or spliced) that holds
+          frames below one shows them, never hides them
    FILE: tail at byte A still being written
           a live capture (a writer holds it): a record cut short at its
           end is no torn tail
@@ -65,7 +70,8 @@ reports what it finds, one line each on stdout:
           the input's size, segments, streams and frames
 
 Damage, torn tails, catalog conflicts (of channels or of the stream
-itself) and summaries that disagree are problems; gaps, duplicates and streams without a StreamEnded record are
+itself), summaries that disagree and frames below a capture's Trimmed
+record are problems; gaps, duplicates and streams without a StreamEnded record are
 not (a lossy transport, cat a.dss a.dss, a writer still running). -q
 prints the problems only, and nothing for a clean input.
 
@@ -93,6 +99,7 @@ cannot be read (the worst wins).`,
 				`stream_conflict: "stream", "first" and "second", each {"input", "offset", "origin", "label"}; ` +
 				`summary: "offset", "segment_offset", "stream", "seq", "disagrees" (what, in words), ` +
 				`"summary" and "segment", each {"frames", "bytes", "first", "last", "ordered", "ended"}; ` +
+				`trim_shown: "stream", "before", "frames"; ` +
 				`stream: "stream", "node", "life", "segments", "frames", "bytes", "first", "last", "gaps", "missing", ` +
 				`"gap_list" (the first 10, each {"from", "to", "count"}), "gaps_counted", "duplicates", "ended", ` +
 				`"trimmed_below", "hidden"; ` +
@@ -136,8 +143,9 @@ func runCheck(ctx context.Context, opts checkOptions, names []string, stdin io.R
 			o.fail(stderr, err)
 			continue
 		}
+		out.store = in.Store != nil
 		rep, err := ck.Check(ctx, in.R, in.Name, segments.CheckOptions{
-			Format: in.Format, Sniff: in.File == nil, Live: in.Live,
+			Format: in.Format, Sniff: in.File == nil, Live: in.Live, Store: in.Store != nil,
 			Finding: func(f segments.Finding) { out.finding(in.Name, f) },
 		})
 		in.Close()
@@ -221,6 +229,10 @@ func (o *checkOut) finding(name string, f segments.Finding) {
 			Segment: checkCounts{seg.Frames, seg.Bytes, seg.First, seg.Last, seg.Ordered, seg.Ended},
 		}, "%s: byte %d: summary of stream %s's segment at byte %d disagrees with its frames: %s",
 			name, f.Offset, textfmt.Quote(f.Stream.String()), f.SegmentOffset, strings.Join(why, "; "))
+	case *segments.TrimmedFrames:
+		o.line(true, checkTrimShown{checkHead{name, "trim_shown"}, f.Stream.String(), f.Before, f.Frames},
+			"%s: stream %s: a Trimmed record (positions below %d) in a capture file, which holds %s below it: a store's record, hiding nothing here (the views show them)",
+			name, textfmt.Quote(f.Stream.String()), f.Before, textfmt.Nouns(f.Frames, "frame"))
 	}
 }
 
@@ -348,7 +360,11 @@ func (o *checkOut) stream(input string, st *segments.StreamCheck) {
 		js.Hidden = st.Hidden
 		trimmed = fmt.Sprintf(", trimmed below %d", h)
 		if js.Hidden > 0 {
-			trimmed += fmt.Sprintf(" (%s below it, hidden)", checkNouns(js.Hidden, "position"))
+			word := "hidden" // by the store
+			if !o.store {
+				word = "shown" // a capture's record hides nothing
+			}
+			trimmed += fmt.Sprintf(" (%s below it, %s)", checkNouns(js.Hidden, "position"), word)
 		}
 	}
 	spans := st.Runs
@@ -401,9 +417,10 @@ func (o *checkOut) stream(input string, st *segments.StreamCheck) {
 
 // checkOut writes ds check's findings: text lines, or JSON objects.
 type checkOut struct {
-	w    *bufio.Writer
-	opts checkOptions
-	err  error // the first write error
+	w     *bufio.Writer
+	opts  checkOptions
+	err   error // the first write error
+	store bool  // the input being reported is a store's stream
 }
 
 // line writes one finding: js with --json, else the line of format
@@ -454,6 +471,13 @@ type checkTorn struct {
 	Offset int64  `json:"offset"`
 	End    int64  `json:"end"`
 	Error  string `json:"error"`
+}
+
+type checkTrimShown struct {
+	checkHead
+	Stream string          `json:"stream"`
+	Before frames.Position `json:"before"`
+	Frames uint64          `json:"frames"`
 }
 
 type checkLive struct {

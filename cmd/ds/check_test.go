@@ -228,8 +228,9 @@ func TestCheckLive(t *testing.T) {
 	}
 }
 
-// A Trimmed record (a store's read-out) says where the stream starts:
-// positions below are no gap, and frames left there are hidden.
+// A Trimmed record says where the stream starts: positions below are no
+// gap. In a capture file (not a store's read-out) frames left below it are
+// shown, not hidden, and a problem.
 func TestCheckTrimmed(t *testing.T) {
 	s := frames.StreamID{Node: "n", Life: 1}
 	var buf bytes.Buffer
@@ -249,8 +250,8 @@ func TestCheckTrimmed(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, _, code := runCheckOn(t, checkOptions{}, map[string][]byte{"t.dss": buf.Bytes()}, "t.dss")
-	want := "t.dss: stream n#1: 5 frames of 5 bytes in 1 segment, positions 8–11, 1 gap (1 position missing: 10), trimmed below 5 (2 positions below it, hidden), ended\n"
-	if code != 0 || !strings.Contains(out, want) {
+	want := "t.dss: stream n#1: 5 frames of 5 bytes in 1 segment, positions 8–11, 1 gap (1 position missing: 10), trimmed below 5 (2 positions below it, shown), ended\n"
+	if code != 3 || !strings.Contains(out, want) || !strings.Contains(out, "t.dss: stream n#1: a Trimmed record (positions below 5) in a capture file, which holds 2 frames below it") {
 		t.Fatalf("exit %d, want %q in\n%s", code, want, out)
 	}
 }

@@ -42,6 +42,10 @@ input. KIND is one of these losses:
    unended     no StreamEnded record: the writer did not finish (it was
                killed), so what it wrote after the last position read is
                unknown
+   trim-shown  a capture file holds a Trimmed record of the stream and
+               frames below its horizon: a store's record, which hides
+               nothing in a capture (the views show those frames), in a
+               capture not written so (crafted, or spliced)
 
 or one of these notes, which tell what other copies of a stream lack:
    subscriber  frame copies the writer's subscribers (its outputs) lost,
@@ -55,7 +59,9 @@ or one of these notes, which tell what other copies of a stream lack:
    live        the input is still being written (ds wrap holds it), so a
                record cut short at its end is no torn tail and its streams
                have not ended yet
-   trimmed     positions a store trimmed (ds trim)
+   trimmed     positions a store trimmed (ds trim); in a capture file
+               that holds a Trimmed record, positions below its horizon
+               that the capture lacks
 
 A copy a subscriber lost is either missing from the input, which then has
 a gap there, or missing from another output's copy only: no loss of this
@@ -80,7 +86,7 @@ losses: {"damage":{"file","offset","end","torn_tail","error"}},
 "frames"}]} ("from", the first health record, only when several were
 merged),
 "conflict":{"position","channel","channel_id"}, "unended":{"last_position"}
-(null without frames), "transport":{"output","from","to","frames",
+(null without frames), "trim_shown":{"before","frames"}, "transport":{"output","from","to","frames",
 "reason","since_unix_ms","until_unix_ms"} (ms since the Unix epoch, 0
 when unknown), or "more":{"count"}.
 

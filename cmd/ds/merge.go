@@ -409,7 +409,7 @@ func (j *mergeJob) inputs(names []string) ([]segments.MergeInput, int64) {
 	var ins []segments.MergeInput
 	total := int64(0)
 	for _, name := range names {
-		ins = append(ins, segments.MergeInput{Name: name, Open: func() (io.ReadCloser, error) { return openMergeInput(j.set, name, j.stdin) }})
+		ins = append(ins, segments.MergeInput{Name: name, Open: func() (io.ReadCloser, error) { return openMergeInput(j.set, name, j.stdin) }, Store: j.set.IsStream(name)})
 		switch fi, err := os.Stat(name); {
 		case name == "-" || j.set.IsStream(name):
 			total = -1 // a pipe, or a store's stream: size unknown

@@ -254,15 +254,31 @@ func cmdReadAtMost(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// mkstream FILE NODE#LIFE POSITIONS [ended]: write a capture of one
-// stream whose channel proc.job.stdout (text) holds "line P\n" at each
-// position P of POSITIONS (A-B ranges and single positions, comma
-// separated, e.g. 0-3,5,8-9), and nothing else (no clock or health
-// records): exact positions for the tests of stores and cursors. With
-// ended, the stream ends with a StreamEnded record.
+// mkstream FILE NODE#LIFE POSITIONS [ended] [trimmed=H]: write a capture
+// of one stream whose channel proc.job.stdout (text) holds "line P\n" at
+// each position P of POSITIONS (A-B ranges and single positions, comma
+// separated, e.g. 0-3,5,8-9; "-" for none), and nothing else (no clock or
+// health records): exact positions for the tests of stores and cursors.
+// With ended, the stream ends with a StreamEnded record; with trimmed=H, a
+// Trimmed record of horizon H comes before the frames (as a store's
+// read-out starts, but in a capture file: crafted).
 func cmdMkstream(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) < 3 || len(args) > 4 || len(args) == 4 && args[3] != "ended" {
-		ts.Fatalf("usage: mkstream FILE NODE#LIFE POSITIONS [ended]")
+	usage := func() { ts.Fatalf("usage: mkstream FILE NODE#LIFE POSITIONS [ended] [trimmed=H]") }
+	if neg || len(args) < 3 {
+		usage()
+	}
+	ended, trimmed := false, uint64(0)
+	for _, a := range args[3:] {
+		switch h, ok := strings.CutPrefix(a, "trimmed="); {
+		case a == "ended":
+			ended = true
+		case ok:
+			var err error
+			trimmed, err = strconv.ParseUint(h, 10, 64)
+			ts.Check(err)
+		default:
+			usage()
+		}
 	}
 	id, err := frames.ParseStreamID(args[1])
 	ts.Check(err)
@@ -273,7 +289,13 @@ func cmdMkstream(ts *testscript.TestScript, neg bool, args []string) {
 		{Stream: id, ID: 1, Name: "proc.job.stdout", Content: frames.TextStream()},
 	}, segments.WriterOptions{Compression: segments.CompressNone})
 	ts.Check(err)
+	if trimmed > 0 {
+		ts.Check(w.WriteTrimmed(frames.Position(trimmed)))
+	}
 	for _, r := range strings.Split(args[2], ",") {
+		if r == "-" {
+			break
+		}
 		lo, hi, isRange := strings.Cut(r, "-")
 		if !isRange {
 			hi = lo
@@ -286,7 +308,7 @@ func cmdMkstream(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Check(w.WriteFrame(frames.Frame{Channel: 1, Position: frames.Position(p), Payload: fmt.Appendf(nil, "line %d\n", p)}))
 		}
 	}
-	if len(args) == 4 {
+	if ended {
 		ts.Check(w.Close())
 	} else {
 		ts.Check(w.EndSegment())

@@ -29,7 +29,7 @@ func tailStore(ctx context.Context, in *sources.Input, w *tailOutWriter, stderr 
 	sink := views.NewLogSink(p, opts.Log.Window)
 	sink.File = in.Name
 	rep := in.Reporter(sink, stderr)
-	err := segments.ScanAny(ctx, in.R, segments.ScanOptions{}, rep)
+	err := segments.ScanAny(ctx, in.R, segments.ScanOptions{Store: true}, rep)
 	if err != nil {
 		in.Close()
 		return rep.Damaged, sources.InputError(in.Name, err)
@@ -59,7 +59,7 @@ func followStore(ctx context.Context, in *sources.Input, rep *sources.DamageRepo
 	defer in.Close()
 	in.Store.Follow(ctx)
 	sink := rep.Sink.(*views.LogSink)
-	err := segments.ScanAny(ctx, in.R, segments.ScanOptions{IdleAfter: sources.LiveIdle}, rep)
+	err := segments.ScanAny(ctx, in.R, segments.ScanOptions{IdleAfter: sources.LiveIdle, Store: true}, rep)
 	sink.A.Flush()
 	sink.P.Close()
 	if err != nil && !errors.Is(err, context.Canceled) {

@@ -356,7 +356,7 @@ func tailRing(ctx context.Context, in *sources.Input, stderr io.Writer, opts vie
 	}
 	sink.File = in.Name
 	rep := in.Reporter(sink, stderr)
-	err := segments.ScanAny(ctx, in.R, segments.ScanOptions{}, rep)
+	err := segments.ScanAny(ctx, in.R, in.TrimTrust(segments.ScanOptions{}, stderr), rep)
 	sink.A.Flush()
 	if cerr := p.Close(); cerr != nil && err == nil {
 		err = cerr

@@ -150,11 +150,11 @@ func Ingest(ctx context.Context, nc *nats.Conn, t Target, st *segments.Store, o 
 			msgs, data = msgs[:0], data[:0]
 			for m := range batch.Messages() {
 				msgs = append(msgs, m)
-				if err := checkSubject(t, m); err != nil {
+				keep, err := checkSubject(t, m)
+				if err != nil {
 					warn(err) // acknowledged below, never stored
-					continue
 				}
-				data = append(data, m.Data()...)
+				data = append(data, keep...)
 			}
 			heads.check(ctx, msgs)
 			err = batch.Error()
@@ -248,24 +248,69 @@ func Ingest(ctx context.Context, nc *nats.Conn, t Target, st *segments.Store, o 
 	return stats, nil
 }
 
-// checkSubject checks that message m holds a segment of the stream its
-// subject names: a client allowed to publish on one node's subjects
-// (PREFIX.s.NODE.>) must not be able to write another node's stream, nor
-// set its trim horizon. Such a message is skipped, with this error.
-func checkSubject(t Target, m jetstream.Msg) error {
-	h, _, err := wireformat.ParseHeader(m.Data())
-	if err != nil {
-		// Damage is the reader's to report, with its byte range.
-		return nil
-	}
-	if want := Subject(t.Prefix, h.Stream.Stream); want != m.Subject() {
-		seq := uint64(0)
+// checkSubject checks that every segment of message m belongs to the
+// stream its subject names: a client allowed to publish on one node's
+// subjects (PREFIX.s.NODE.>) must not be able to write another node's
+// stream, nor set its trim horizon, not even with a second segment of
+// another stream appended to one of its own. It returns the bytes of m to
+// read: m.Data() whole when every segment's stream matches the subject,
+// else m.Data() less the segments that do not (a segment runs from its
+// header to the next header of the message, or to its end), with an
+// error that names each segment skipped. Bytes that are no header (before
+// the first, or a damaged one) stay, for the segment reader to report as
+// damage with their byte range.
+func checkSubject(t Target, m jetstream.Msg) ([]byte, error) {
+	data := m.Data()
+	var (
+		keep   []byte // nil while every segment so far matched
+		errs   []error
+		from   int // start of the segment being looked at
+		wanted = true
+		n      int // segments seen
+	)
+	seq := func() uint64 {
 		if md, err := m.Metadata(); err == nil {
-			seq = md.Sequence.Stream
+			return md.Sequence.Stream
 		}
-		return fmt.Errorf("%s: message %d on subject %q holds stream %s, whose subject is %q: skipped", t.Display, seq, m.Subject(), h.Stream.Stream, want)
+		return 0
 	}
-	return nil
+	end := func(at int) { // the segment from..at ends
+		if !wanted && keep == nil {
+			keep = append(make([]byte, 0, len(data)), data[:from]...)
+		} else if wanted && keep != nil {
+			keep = append(keep, data[from:at]...)
+		}
+	}
+	for off := 0; off < len(data); {
+		i := bytes.Index(data[off:], []byte(wireformat.Magic))
+		if i < 0 {
+			break
+		}
+		at := off + i
+		off = at + 1
+		h, _, err := wireformat.ParseHeader(data[at:])
+		if err != nil {
+			continue // damage, the reader's to report
+		}
+		end(at)
+		from = at
+		n++
+		want := Subject(t.Prefix, h.Stream.Stream)
+		wanted = want == m.Subject()
+		if wanted {
+			continue
+		}
+		if n == 1 && at == 0 {
+			errs = append(errs, fmt.Errorf("%s: message %d on subject %q holds stream %s, whose subject is %q: skipped", t.Display, seq(), m.Subject(), h.Stream.Stream, want))
+		} else {
+			errs = append(errs, fmt.Errorf("%s: message %d on subject %q: its segment %d (at byte %d) holds stream %s, whose subject is %q: that segment skipped", t.Display, seq(), m.Subject(), n, at, h.Stream.Stream, want))
+		}
+	}
+	end(len(data))
+	if keep == nil {
+		return data, errors.Join(errs...)
+	}
+	return keep, errors.Join(errs...)
 }
 
 // onlyRefused reports whether err is nothing but streams refused for a
@@ -529,10 +574,14 @@ func NewReader(ctx context.Context, nc *nats.Conn, t Target, o ReaderOptions) (i
 							}
 						}
 					}
-					if err := checkSubject(t, m); err != nil {
+					keep, err := checkSubject(t, m)
+					if err != nil {
 						warn(err)
-					} else if _, err := pw.Write(m.Data()); err != nil {
-						return
+					}
+					if len(keep) > 0 {
+						if _, err := pw.Write(keep); err != nil {
+							return
+						}
 					}
 					if md, err := m.Metadata(); err == nil && !o.Follow && md.Sequence.Stream >= endSeq {
 						pw.Close()

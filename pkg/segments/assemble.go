@@ -71,11 +71,15 @@ const (
 	// was cut off, or a later file of a rotated capture). It is not a gap.
 	// It comes right before the stream's first ItemFrame.
 	ItemStart
-	// ItemTrimmed says that positions Gap.From..Gap.To (From is 0) of the
-	// stream were deleted by a store's trim ([Assembler.Trim], the
-	// Trimmed record of ds-format(5)): not lost, not a gap. It comes
-	// before the stream's first ItemFrame, or where the trim was read
-	// when that was later.
+	// ItemTrimmed says that positions Gap.From..Gap.To of the stream
+	// were deleted by a store's trim ([Assembler.Trim], the Trimmed
+	// record of ds-format(5)): not lost, not a gap. From a store, From is
+	// 0, and it comes before the stream's first ItemFrame, or where the
+	// trim was read when that was later. From a capture file
+	// ([Assembler.TrimCapture]), it says so of the positions below the
+	// record's horizon that the input lacks: those before the stream's
+	// first frame (From 0), and each interior hole below the horizon,
+	// where a gap would come.
 	ItemTrimmed
 )
 
@@ -116,11 +120,19 @@ type StreamStats struct {
 	Trimmed uint64
 	// Before is the stream's trim horizon: positions below it were
 	// trimmed by a store (0: none).
-	Before  frames.Position
-	Gaps    uint64 // interior gaps declared
-	Missing uint64 // positions inside those gaps
-	First   frames.Position
-	Last    frames.Position
+	Before frames.Position
+	// CaptureBefore is the highest horizon of a Trimmed record read from
+	// a capture file ([Assembler.TrimCapture]; 0: none): absent positions
+	// below it are trimmed, not lost, and its frames below it are shown.
+	// Shown counts those frames: emitted (in order or late) at a
+	// position below CaptureBefore, which a store's record would have
+	// hidden.
+	CaptureBefore frames.Position
+	Shown         uint64
+	Gaps          uint64 // interior gaps declared
+	Missing       uint64 // positions inside those gaps
+	First         frames.Position
+	Last          frames.Position
 	// HeadMissing says that the stream's first segment read was not its
 	// writer's first: it starts at First, and the frames before First are
 	// not in the input (see ItemStart).
@@ -314,6 +326,38 @@ func (st *assembly) before() frames.Position {
 	return st.stats.odd.Before
 }
 
+// soft returns the horizon of a capture's Trimmed record when it is above
+// the store's (0 otherwise): positions below it that are absent are
+// trimmed, frames below it are shown.
+func (st *assembly) soft() frames.Position {
+	if st.stats.odd == nil || st.stats.odd.CaptureBefore <= st.stats.odd.Before {
+		return 0
+	}
+	return st.stats.odd.CaptureBefore
+}
+
+// startsAt reports whether a stream that has not started starts at pos
+// when pos is the lowest position it holds: at 0, at the trim horizon,
+// or at a capture's horizon (nothing precedes them, or what precedes them
+// was trimmed).
+func (st *assembly) startsAt(pos frames.Position) bool {
+	return pos == st.before() || pos == st.soft() && pos > 0
+}
+
+// lead returns the end of the positions a stream is trimmed of at its
+// head: the trim horizon, or, up to a capture's horizon, the positions
+// before the stream's first frame (before it starts: the horizon).
+func (st *assembly) lead() frames.Position {
+	h, s := st.before(), st.soft()
+	if s <= h {
+		return h
+	}
+	if st.flags&started != 0 {
+		return max(h, min(s, st.stats.First))
+	}
+	return s
+}
+
 // streamCounts is what an assembly counts of every stream; the counters
 // that stay 0 for most streams are apart, allocated when one moves, so
 // that an idle stream costs little.
@@ -490,9 +534,84 @@ func (a *Assembler) Trim(s frames.StreamID, before frames.Position) {
 	}
 }
 
-// announce emits the stream's ItemTrimmed, once.
+// Trimmed takes a Trimmed record of stream s at horizon before as a
+// [Sink] reports it: from a store's read-out (store) it is [Assembler.Trim],
+// from a capture file [Assembler.TrimCapture].
+func (a *Assembler) Trimmed(s frames.StreamID, before frames.Position, store bool) {
+	if store {
+		a.Trim(s, before)
+	} else {
+		a.TrimCapture(s, before)
+	}
+}
+
+// TrimCapture tells the assembler that a capture file (no store's
+// read-out) holds a Trimmed record of stream s at horizon before
+// (ds-format(5) "Trimmed"): it hides nothing there, for a capture is no
+// store that deleted frames. Frames below before are emitted as any
+// others (counted in StreamStats.Shown); positions below before that the
+// input lacks are trimmed, not lost: an [ItemTrimmed] instead of the
+// leading absence (From 0) or of the interior gap, and the stream may
+// start at before as it would at 0 (a merged capture of a trimmed store
+// starts there), after which a frame below arriving is late. A lower
+// horizon than one already known changes nothing; StreamStats.
+// CaptureBefore is the highest.
+func (a *Assembler) TrimCapture(s frames.StreamID, before frames.Position) {
+	st := a.stream(s)
+	odd := st.oddStats()
+	if before <= odd.CaptureBefore {
+		return
+	}
+	old, oldLead := max(odd.CaptureBefore, odd.Before), st.lead()
+	odd.CaptureBefore = before
+	if before <= odd.Before {
+		return
+	}
+	odd.Shown += st.emittedIn(old, before)
+	if st.flags&started == 0 {
+		if !st.held.empty() {
+			if lo, _ := st.held.lowest(); lo == before {
+				a.start(st, before)
+				a.drain(st, false)
+			}
+		}
+		return
+	}
+	if st.lead() > oldLead {
+		st.flags &^= announced
+		a.announce(st)
+	}
+}
+
+// emittedIn returns how many positions in [lo, hi) the stream emitted,
+// as far as it remembers.
+func (st *assembly) emittedIn(lo, hi frames.Position) uint64 {
+	if st.flags&started == 0 || lo >= hi {
+		return 0
+	}
+	n := uint64(0)
+	add := func(from, to frames.Position) { // inclusive
+		from, to = max(from, lo), min(to, hi-1)
+		if from <= to {
+			n += uint64(to-from) + 1
+		}
+	}
+	if st.flags&done != 0 {
+		add(st.run, math.MaxUint64)
+	} else if st.next > st.run {
+		add(st.run, st.next-1)
+	}
+	if st.hist != nil {
+		for _, sp := range st.hist.spans {
+			add(sp.from, sp.to)
+		}
+	}
+	return n
+}
+
+// announce emits the stream's ItemTrimmed for its head, once.
 func (a *Assembler) announce(st *assembly) {
-	before := st.before()
+	before := st.lead()
 	if before == 0 || st.flags&announced != 0 {
 		return
 	}
@@ -536,9 +655,10 @@ func (a *Assembler) Add(s frames.StreamID, f frames.Frame) {
 		a.start(st, f.Position)
 		a.emitFrame(st, f, 0, false)
 		return
-	case f.Position == st.before() && st.held.empty():
-		// Nothing precedes position 0 (or the trim horizon): a stream
-		// seen from its start flows straight through.
+	case st.startsAt(f.Position) && st.held.empty():
+		// Nothing precedes position 0 (or the trim horizon, or a
+		// capture's): a stream seen from its start flows straight
+		// through.
 		a.start(st, f.Position)
 		a.emitFrame(st, f, 0, false)
 		return
@@ -548,11 +668,12 @@ func (a *Assembler) Add(s frames.StreamID, f frames.Frame) {
 	}
 	if st.flags&started == 0 {
 		// A lower position may still arrive: wait for it (or for Flush).
-		if lo, _ := st.held.lowest(); lo != st.before() {
+		lo, _ := st.held.lowest()
+		if !st.startsAt(lo) {
 			a.enforceMemory()
 			return
 		}
-		a.start(st, st.before())
+		a.start(st, lo)
 	}
 	a.drain(st, false)
 	a.enforceMemory()
@@ -587,10 +708,13 @@ func (a *Assembler) AddRun(s frames.StreamID, first, last frames.Position, bytes
 		if first > st.next {
 			a.gap(st, first)
 		}
-	case first == st.before() || st.flags&resumed != 0 && st.flags&sawFirst == 0 && a.eager:
+	case st.startsAt(first) || st.flags&resumed != 0 && st.flags&sawFirst == 0 && a.eager:
 		a.start(st, first)
 	default:
 		return false
+	}
+	if sb := st.soft(); first < sb {
+		st.oddStats().Shown += uint64(min(last, sb-1)-first) + 1
 	}
 	st.flags &^= lastHashed // nothing to compare with
 	st.stats.Frames += uint64(last-first) + 1
@@ -609,7 +733,7 @@ func (a *Assembler) start(st *assembly, pos frames.Position) {
 	st.flags |= started
 	st.next, st.run, st.stats.First = pos, pos, pos
 	a.announce(st)
-	if pos > st.before() && st.flags&resumed != 0 && st.flags&sawFirst == 0 {
+	if pos > max(st.before(), st.soft()) && st.flags&resumed != 0 && st.flags&sawFirst == 0 {
 		st.oddStats().HeadMissing = true
 		a.emit(Item{Kind: ItemStart, Stream: st.id, Frame: frames.Frame{Position: pos}})
 	}
@@ -664,6 +788,9 @@ func (a *Assembler) past(st *assembly, f frames.Frame) {
 	}
 	// Never emitted: in a declared gap, below the start, or forgotten.
 	st.oddStats().Late++
+	if p < st.soft() {
+		st.oddStats().Shown++
+	}
 	a.markEmitted(st, p)
 	a.remember(st, p, a.hashOf(f))
 	a.emit(Item{Kind: ItemLate, Stream: st.id, Frame: f})
@@ -721,8 +848,21 @@ func (a *Assembler) emitLowest(st *assembly) {
 	a.emitFrame(st, p.f, p.hash, true)
 }
 
-// gap declares the gap from st.next to lo-1.
+// gap declares the gap from st.next to lo-1; its part below a capture's
+// trim horizon is trimmed, not a gap.
 func (a *Assembler) gap(st *assembly, lo frames.Position) {
+	if sb := st.soft(); st.next < sb {
+		to := min(lo, sb)
+		if st.next > st.run {
+			a.addSpan(st, posSpan{st.run, st.next - 1})
+		}
+		t := Gap{From: st.next, To: to - 1, Count: uint64(to - st.next)}
+		st.run, st.next = to, to
+		a.emit(Item{Kind: ItemTrimmed, Stream: st.id, Gap: t})
+		if to == lo {
+			return
+		}
+	}
 	g := Gap{From: st.next, To: lo - 1, Count: uint64(lo - st.next)}
 	st.oddStats().Gaps++
 	st.oddStats().Missing += g.Count
@@ -744,6 +884,9 @@ func (a *Assembler) emitFrame(st *assembly, f frames.Frame, hash uint64, hashed 
 	}
 	st.lastHash = hash
 	st.flags |= lastHashed
+	if f.Position < st.soft() {
+		st.oddStats().Shown++
+	}
 	st.stats.Frames++
 	st.stats.Bytes += uint64(len(f.Payload))
 	st.stats.Last = f.Position

@@ -473,6 +473,65 @@ func TestAssemblerCutAnywhere(t *testing.T) {
 	}
 }
 
+// TrimCapture: a capture's Trimmed record hides nothing. Its frames below
+// the horizon are shown (counted in Shown), positions below it that are
+// absent are trimmed (at the head, and where an interior gap would be),
+// and the stream starts at the horizon as at 0.
+func TestAssemblerTrimCapture(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		trim  int // index of in before which TrimCapture(S, 5) is called
+		in    []frames.Frame
+		want  []string
+		shown uint64
+		gaps  uint64
+	}{
+		{"record first, every frame below", 0, seq(0, 9), []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}, 5, 0},
+		{"record last", 10, seq(0, 9), []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}, 5, 0},
+		{"record in the middle", 3, seq(0, 9), []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}, 5, 0},
+		{"a merged trimmed store: absent below", 0, seq(5, 9), []string{"trimmed0-4", "5", "6", "7", "8", "9"}, 0, 0},
+		{"holes below and above the horizon", 0, []frames.Frame{fr(0, "0"), fr(2, "2"), fr(7, "7")}, []string{"0", "trimmed1-1", "2", "trimmed3-4", "gap5-6", "7"}, 2, 1},
+		{"head absent, frames below", 0, []frames.Frame{fr(3, "3"), fr(4, "4"), fr(6, "6")}, []string{"trimmed0-2", "3", "4", "gap5-5", "6"}, 2, 1},
+		{"frames below after the start at the horizon", 0, []frames.Frame{fr(5, "5"), fr(6, "6"), fr(1, "1")}, []string{"trimmed0-4", "5", "6", "late1"}, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, got := collectItems(AssemblerOptions{})
+			for i, f := range tc.in {
+				if i == tc.trim {
+					a.TrimCapture(S, 5)
+				}
+				a.Add(S, f)
+			}
+			if tc.trim >= len(tc.in) {
+				a.TrimCapture(S, 5)
+			}
+			a.Flush()
+			if diff := cmp.Diff(tc.want, summary(*got)); diff != "" {
+				t.Fatalf("(-want +got):\n%s", diff)
+			}
+			st := a.Stats(S)
+			if st.Shown != tc.shown || st.Trimmed != 0 || st.CaptureBefore != 5 || st.Before != 0 || st.Gaps != tc.gaps {
+				t.Fatalf("stats %+v", st)
+			}
+		})
+	}
+	// A store's horizon over a capture's: the store's hides, the capture's
+	// adds nothing below it.
+	a, got := collectItems(AssemblerOptions{})
+	a.Trim(S, 5)
+	a.TrimCapture(S, 3)
+	for _, f := range seq(0, 6) {
+		a.Add(S, f)
+	}
+	a.Flush()
+	if diff := cmp.Diff([]string{"trimmed0-4", "5", "6"}, summary(*got)); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	if st := a.Stats(S); st.Shown != 0 || st.Trimmed != 5 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
 // Trim: frames below the horizon are dropped wherever they arrive, the
 // stream starts at the horizon, and the trimmed range is said once.
 func TestAssemblerTrim(t *testing.T) {

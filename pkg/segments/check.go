@@ -49,6 +49,12 @@ type CheckOptions struct {
 	// Live says that a writer still holds the input: a torn tail is then
 	// a [LiveTail], no problem.
 	Live bool
+	// Store says that the input is a store's read-out
+	// ([Store.OpenStream]): its Trimmed records are the store's, and the
+	// frames below them that remain are hidden (StreamCheck.Hidden).
+	// Without it, the input is a capture file, whose frames below a
+	// Trimmed record are a [TrimmedFrames] finding.
+	Store bool
 	// Finding, if not nil, is called with each finding as Check meets
 	// it, in input order, on the goroutine that called Check. What the
 	// finding points to is valid only during the call.
@@ -57,7 +63,8 @@ type CheckOptions struct {
 
 // A Finding is one thing [Checker.Check] found in an input: a
 // *[DamagedRange], *[TornTail], *[LiveTail], *[UnknownRecord],
-// *[ChannelConflict], *[StreamConflict] or *[SummaryMismatch].
+// *[ChannelConflict], *[StreamConflict], *[SummaryMismatch] or
+// *[TrimmedFrames].
 type Finding interface {
 	// Problem reports whether the finding makes the input fail the
 	// check (ds check exits 3): damage, torn tails, conflicts and
@@ -219,6 +226,22 @@ func (*StreamConflict) Problem() bool { return true }
 // Problem implements [Finding]: true.
 func (*SummaryMismatch) Problem() bool { return true }
 
+// TrimmedFrames is a capture file (no store's read-out, see
+// CheckOptions.Store) that holds a Trimmed record of Stream, at horizon
+// Before, and Frames frames (distinct positions) below it. A Trimmed
+// record is authoritative only in what a store reads out (ds-format(5)
+// "Trimmed"): in a capture it hides nothing, and the views show those
+// frames; a capture that holds both was not written so (crafted, or
+// spliced). It is reported after the input is read.
+type TrimmedFrames struct {
+	Stream frames.StreamID
+	Before frames.Position
+	Frames uint64
+}
+
+// Problem implements [Finding]: true.
+func (*TrimmedFrames) Problem() bool { return true }
+
 // CheckReport is what [Checker.Check] read of one input.
 type CheckReport struct {
 	// Format is what the input held (for a sniffed input that is not
@@ -257,7 +280,8 @@ type StreamCheck struct {
 	// TrimmedBelow is the highest Trimmed record's horizon: the store
 	// the input was read from deleted the frames below it (0: none).
 	// Positions below it are no gap; Hidden counts those left there,
-	// which views hide.
+	// which views hide in a store's read-out (CheckOptions.Store) and
+	// show in a capture file (a [TrimmedFrames] finding).
 	TrimmedBelow frames.Position
 	Hidden       uint64
 	// Runs are the positions held, at or above TrimmedBelow, as ascending
@@ -437,10 +461,10 @@ func (s checkSink) Header(h SegmentHeader) {
 	}
 	s.ck.header(h.Offset, h.Stream, h.Seq, [8]byte{}, false, h.Channels)
 }
-func (s checkSink) Channel(d frames.ChannelDescriptor)            { s.ck.channel(-1, d) }
-func (s checkSink) Frame(id frames.StreamID, f frames.Frame)      { s.ck.frame(id, f) }
-func (s checkSink) Ended(id frames.StreamID)                      { s.ck.ended(id) }
-func (s checkSink) Trimmed(id frames.StreamID, h frames.Position) { s.ck.trimmed(id, h) }
+func (s checkSink) Channel(d frames.ChannelDescriptor)                    { s.ck.channel(-1, d) }
+func (s checkSink) Frame(id frames.StreamID, f frames.Frame)              { s.ck.frame(id, f) }
+func (s checkSink) Ended(id frames.StreamID)                              { s.ck.ended(id) }
+func (s checkSink) Trimmed(id frames.StreamID, h frames.Position, _ bool) { s.ck.trimmed(id, h) }
 func (s checkSink) Damage(offset, end int64, torn bool, err error) {
 	s.ck.report(offset, end, 1, torn, err)
 }
@@ -668,7 +692,11 @@ func (ck *inputChecker) finish() {
 	slices.SortFunc(ids, frames.StreamID.Compare)
 	ck.rep.Streams = make([]StreamCheck, 0, len(ids))
 	for _, id := range ids {
-		ck.rep.Streams = append(ck.rep.Streams, ck.streams[id].report())
+		sc := ck.streams[id].report()
+		if !ck.opts.Store && sc.Hidden > 0 {
+			ck.found(&TrimmedFrames{Stream: id, Before: sc.TrimmedBelow, Frames: sc.Hidden})
+		}
+		ck.rep.Streams = append(ck.rep.Streams, sc)
 	}
 }
 

@@ -141,3 +141,27 @@ func TestCheck(t *testing.T) {
 		t.Errorf("conflict: %#v", fs[1][0])
 	}
 }
+
+// TestCheckTrimmedFrames: frames below a Trimmed record are a problem in a
+// capture file (a TrimmedFrames finding), which a store's read-out
+// (CheckOptions.Store) is not: there they are the store's hidden frames.
+func TestCheckTrimmedFrames(t *testing.T) {
+	spec := capSpec{desc: descS, catalog: catS(), trim: 5, frames: textFramesAt(0, 9)}
+	in := spec.build(t)
+	fs, reps := checkAll(t, CheckOptions{Format: InputDSS}, in)
+	if len(fs[0]) != 1 || reps[0].Problems != 1 {
+		t.Fatalf("capture: findings %v, %d problems", fs[0], reps[0].Problems)
+	}
+	if tf, ok := fs[0][0].(*TrimmedFrames); !ok || *tf != (TrimmedFrames{Stream: streamS, Before: 5, Frames: 5}) {
+		t.Errorf("capture: finding %#v", fs[0][0])
+	}
+	fs, reps = checkAll(t, CheckOptions{Format: InputDSS, Store: true}, in)
+	if len(fs[0]) != 0 || reps[0].Problems != 0 || reps[0].Streams[0].Hidden != 5 {
+		t.Errorf("store: findings %v, report %+v", fs[0], reps[0])
+	}
+	// The horizon and nothing below it (a merged trimmed store): clean.
+	spec.frames = textFramesAt(5, 9)
+	if fs, reps = checkAll(t, CheckOptions{Format: InputDSS}, spec.build(t)); len(fs[0]) != 0 || reps[0].Problems != 0 {
+		t.Errorf("nothing below: findings %v, %d problems", fs[0], reps[0].Problems)
+	}
+}

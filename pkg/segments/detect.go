@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"unicode/utf8"
+
+	"github.com/ds-telemetry/ds/pkg/wireformat"
 )
 
 // InputFormat is what the first bytes of an input say it holds (see
@@ -88,19 +91,30 @@ const legacyFixedSize = 4 + 8 + 8 + 4 + 4
 //     envelope. A text file fails at once (its first four bytes make a
 //     node length of hundreds of millions), and so do the usual binary
 //     formats;
+//   - a DSS capture whose first bytes are damaged or cut: a magic with at
+//     most two bytes wrong at the start, a magic within the first 64 KiB,
+//     or, further on but within the first [DetectWindow] bytes, a magic
+//     followed by a valid segment header (a capture read from the middle
+//     of a segment, whose first bytes are the rest of a record):
+//     [InputDSS], the bytes before the header being damage (ds-format(5)
+//     "Resynchronisation") that the segment reader reports;
 //   - anything else: [ErrNotCapture].
 //
 // Detect reads r through a buffer of 64 KiB, so it consumes up to that
 // much of r (the whole first envelope of a legacy stream, if it is
-// larger). It returns r's error other than io.EOF, if any.
+// larger), and up to DetectWindow bytes of an input that is none of the
+// formats or starts in the middle of a segment. It returns r's error
+// other than io.EOF, if any.
 func Detect(r io.Reader) (InputFormat, error) {
 	f, _, err := detect(bufio.NewReaderSize(r, importBufferSize))
 	return f, err
 }
 
 // detect is [Detect] on a buffered reader, which it leaves unconsumed
-// except for a legacy envelope larger than its buffer: that one it reads,
-// and returns.
+// except for a legacy envelope larger than its buffer, and the bytes up to
+// the first header of a DSS capture read from the middle of a segment
+// (see midSegmentDSS): those it reads, and returns, for the reader of
+// the format to read first.
 func detect(br *bufio.Reader) (InputFormat, []byte, error) {
 	b, err := br.Peek(len(Magic))
 	if err != nil && err != io.EOF {
@@ -123,6 +137,13 @@ func detect(br *bufio.Reader) (InputFormat, []byte, error) {
 		if damagedDSS(br) {
 			return InputDSS, nil, nil
 		}
+		pre, ok, err := midSegmentDSS(br)
+		switch {
+		case err != nil:
+			return 0, nil, err
+		case ok:
+			return InputDSS, pre, nil
+		}
 		return 0, nil, ErrNotCapture
 	}
 	return InputLegacy, first, nil
@@ -137,6 +158,74 @@ func detect(br *bufio.Reader) (InputFormat, []byte, error) {
 func damagedDSS(br *bufio.Reader) bool {
 	b, _ := br.Peek(br.Size())
 	return StartsLikeDSS(b) || bytes.Contains(b, []byte(Magic))
+}
+
+// DetectWindow is how far into an input, in bytes, [Detect] looks for a
+// segment header when the input starts with no format's mark: 12 MiB.
+// A capture read from the middle of a segment (tail -c +N capture.dss)
+// starts inside a record; a writer starts a new segment once the
+// current one holds DefaultSegmentSize bytes, at its next record (whose
+// body is at most wireformat.DefaultMaxRecordSize), so from any byte of
+// a capture written with the default sizes the next header is closer
+// than this.
+const DetectWindow = DefaultSegmentSize + 2*wireformat.DefaultMaxRecordSize
+
+// midSegmentDSS reads br for a DSS capture read from the middle of a
+// segment: within the first DetectWindow bytes, a Magic followed by a
+// valid header (its CRC checks). It returns the bytes it read (up to and
+// including the start of that header, for the segment reader to report
+// the bytes before it as damage and read on) and true; false once
+// DetectWindow bytes or the end of input passed without one. It returns
+// br's error other than the end of input.
+func midSegmentDSS(br *bufio.Reader) ([]byte, bool, error) {
+	const chunk = 1 << 20
+	magic := []byte(Magic)
+	var b []byte
+	searched := 0 // b[:searched] holds no header start
+	for {
+		n := min(chunk, DetectWindow+importBufferSize-len(b)) // room for the header found last
+		if n <= 0 {
+			return b, false, nil
+		}
+		m, err := io.ReadFull(br, grow(&b, n))
+		b = b[:len(b)-n+m]
+		for {
+			i := bytes.Index(b[searched:], magic)
+			if i < 0 {
+				searched = max(searched, len(b)-len(magic)+1)
+				break
+			}
+			at := searched + i
+			if at >= DetectWindow {
+				return b, false, nil
+			}
+			_, _, herr := wireformat.ParseHeader(b[at:])
+			if herr == nil {
+				return b, true, nil
+			}
+			if herr == io.ErrUnexpectedEOF && err == nil {
+				// Its end is not read yet: look again after the next read.
+				searched = at
+				break
+			}
+			searched = at + 1
+		}
+		if err != nil {
+			if err := ioErr(err); err != nil {
+				return nil, false, err
+			}
+			return b, false, nil
+		}
+		if searched >= DetectWindow {
+			return b, false, nil
+		}
+	}
+}
+
+// grow extends *b by n bytes and returns them.
+func grow(b *[]byte, n int) []byte {
+	*b = slices.Grow(*b, n)[:len(*b)+n]
+	return (*b)[len(*b)-n:]
 }
 
 // StartsLikeDSS reports whether b, the first bytes of an input, start as

@@ -72,6 +72,11 @@ func openSource(ctx context.Context, f *batchFeed, opts ScanOptions, anyFormat b
 		}
 		switch format {
 		case InputDSS:
+			if first != nil {
+				// Read from the middle of a segment: the bytes detect
+				// read to find a header come first.
+				return NewReader(&prefixReader{pre: first, r: br}, ropts), nil
+			}
 			return NewReader(br, ropts), nil
 		case InputDSQ1:
 			return &dsq1Source{br: br, base: opts.Offset}, nil
@@ -92,6 +97,22 @@ func openSource(ctx context.Context, f *batchFeed, opts ScanOptions, anyFormat b
 		case <-t.C:
 		}
 	}
+}
+
+// prefixReader reads pre, then r: unlike io.MultiReader it goes on
+// reading r after r said io.EOF once (a followed input grows).
+type prefixReader struct {
+	pre []byte
+	r   io.Reader
+}
+
+func (p *prefixReader) Read(b []byte) (int, error) {
+	if len(p.pre) > 0 {
+		n := copy(b, p.pre)
+		p.pre = p.pre[n:]
+		return n, nil
+	}
+	return p.r.Read(b)
 }
 
 // dsq1Feeder hands a DSQ1Reader the header, then one whole record at a

@@ -36,7 +36,11 @@ func (c *callLog) Frame(s frames.StreamID, f frames.Frame) {
 	c.add("frame %s %d ch%d %q", s, f.Position, f.Channel, f.Payload)
 }
 func (c *callLog) Ended(s frames.StreamID) { c.add("ended %s", s) }
-func (c *callLog) Trimmed(s frames.StreamID, before frames.Position) {
+func (c *callLog) Trimmed(s frames.StreamID, before frames.Position, store bool) {
+	if store {
+		c.add("trimmed %s below %d by its store", s, before)
+		return
+	}
 	c.add("trimmed %s below %d", s, before)
 }
 func (c *callLog) Damage(offset, end int64, torn bool, err error) {
@@ -409,3 +413,121 @@ func TestStartsLikeDSS(t *testing.T) {
 		}
 	}
 }
+
+// midCapture returns an uncompressed capture of impStream in segments of
+// about 256 KiB (8 KiB frames "frame N" padded with dots), and the input
+// offsets of its segment headers.
+func midCapture(t *testing.T, nframes int) ([]byte, []int64) {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, frames.StreamDescriptor{Stream: impStream}, []frames.ChannelDescriptor{
+		{Stream: impStream, ID: 1, Name: "proc.x.stdout", Content: frames.TextStream()},
+	}, WriterOptions{Compression: CompressNone, SegmentSize: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range nframes {
+		p := fmt.Appendf(nil, "frame %d ", i)
+		p = append(p, bytes.Repeat([]byte("."), 8<<10-len(p))...)
+		if err := w.WriteFrame(frames.Frame{Channel: 1, Position: frames.Position(i), Payload: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var c callLog
+	if err := Scan(context.Background(), bytes.NewReader(buf.Bytes()), ScanOptions{}, &c); err != nil {
+		t.Fatal(err)
+	}
+	var heads []int64
+	for _, l := range strings.Split(c.String(), "\n") {
+		if at, ok := strings.CutPrefix(l, "header "); ok {
+			var off int64
+			fmt.Sscanf(at[strings.LastIndexByte(at, '@')+1:], "%d", &off)
+			heads = append(heads, off)
+		}
+	}
+	if len(heads) < 3 {
+		t.Fatalf("%d segments, want 3 or more", len(heads))
+	}
+	return buf.Bytes(), heads
+}
+
+// TestDetectMidSegment: a capture read from the middle of a segment (its
+// next header further than the 64 KiB peeked) is a DSS capture; bytes
+// that hold no valid header within DetectWindow are not.
+func TestDetectMidSegment(t *testing.T) {
+	capture, heads := midCapture(t, 100)
+	cut := heads[1] - 100<<10 // 100 KiB before the second header, inside a record
+	if cut <= heads[0] {
+		t.Fatalf("segments too small: headers at %v", heads)
+	}
+	if got, err := Detect(bytes.NewReader(capture[cut:])); err != nil || got != InputDSS {
+		t.Errorf("from the middle: Detect = %v, %v; want DSS capture", got, err)
+	}
+	noise := make([]byte, 1<<20)
+	for i := range noise {
+		noise[i] = byte(i*2654435761>>13) | 1 // odd bytes: never the magic, whose 'D' is even
+	}
+	forged := append(append(append([]byte(nil), noise[:200<<10]...), wireformat.Magic...), noise[:100<<10]...)
+	late := append(make([]byte, DetectWindow), capture...)
+	for _, tc := range []struct {
+		name string
+		in   []byte
+	}{
+		{"noise", noise},
+		{"a magic without a valid header", forged},
+		{"a header past DetectWindow", late},
+	} {
+		if got, err := Detect(bytes.NewReader(tc.in)); !errors.Is(err, ErrNotCapture) {
+			t.Errorf("%s: Detect = %v, %v; want ErrNotCapture", tc.name, got, err)
+		}
+	}
+}
+
+// TestScanAnyMidSegment: read from the middle of a segment, a capture's
+// bytes before the next header are one damaged range, and every frame
+// from that header on is read, with offsets from the cut; so also when
+// the input arrives a few bytes at a time (a pipe).
+func TestScanAnyMidSegment(t *testing.T) {
+	capture, heads := midCapture(t, 100)
+	cut := heads[1] - 100<<10
+	in := capture[cut:]
+	for _, tc := range []struct {
+		name string
+		r    io.Reader
+	}{
+		{"file", bytes.NewReader(in)},
+		{"pipe", iotestHalf{bytes.NewReader(in)}},
+	} {
+		var c callLog
+		if err := ScanAny(context.Background(), tc.r, ScanOptions{}, &c); err != nil {
+			t.Fatalf("%s: ScanAny: %v", tc.name, err)
+		}
+		calls := strings.Split(c.String(), "\n")
+		if want := fmt.Sprintf("damage 0-%d torn=false", heads[1]-cut); calls[0] != want {
+			t.Errorf("%s: first call %q, want %q", tc.name, calls[0], want)
+		}
+		if want := fmt.Sprintf("header n1#7 seq=1 channels=1 writer=%q @%d", DefaultWriterID, heads[1]-cut); len(calls) < 2 || calls[1] != want {
+			t.Errorf("%s: second call %q, want %q", tc.name, calls[1], want)
+		}
+		var frames int
+		for _, l := range calls {
+			if strings.HasPrefix(l, "frame ") {
+				frames++
+			}
+		}
+		if frames == 0 {
+			t.Fatalf("%s: no frames: %s", tc.name, c.String())
+		}
+		if last := calls[len(calls)-1]; !strings.HasPrefix(last, "ended") {
+			t.Errorf("%s: last call %q, want the stream's end", tc.name, last)
+		}
+	}
+}
+
+// iotestHalf reads at most 1000 bytes a call, as a pipe hands them over.
+type iotestHalf struct{ r io.Reader }
+
+func (h iotestHalf) Read(p []byte) (int, error) { return h.r.Read(p[:min(len(p), 1000)]) }

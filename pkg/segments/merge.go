@@ -19,6 +19,12 @@ import (
 type MergeInput struct {
 	Name string
 	Open func() (io.ReadCloser, error)
+	// Store says that the input is a store's read-out
+	// ([Store.OpenStream]): its Trimmed records hide the frames below
+	// them ([Assembler.Trim]). A capture file's hide nothing
+	// ([Assembler.TrimCapture]): its frames below are merged, and the
+	// output keeps the record.
+	Store bool
 }
 
 // MergeOptions configures [Merge]. The zero value is valid: every stream
@@ -222,10 +228,12 @@ const MergeCompare = 1 << 14
 // itself) described differently by two inputs is a *[CatalogConflictError]
 // naming both. A stream that any input ended (a StreamEnded record) is
 // ended in the output after its last frame; a stream trimmed by a store
-// (a Trimmed record) carries the highest horizon read, and its frames
-// below it are dropped from then on (frames below it that were written
-// before the record was read, from an input read earlier, stay in the
-// output, before the record). A stream whose head
+// (a Trimmed record) carries the highest horizon read. Read from a store
+// (MergeInput.Store), its frames below the horizon are dropped from then
+// on (frames below it that were written before the record was read, from
+// an input read earlier, stay in the output, before the record); a
+// capture file's Trimmed record hides nothing (ds-format(5) "Trimmed"):
+// its frames below are merged. A stream whose head
 // is missing from every input (its first segment read has a sequence
 // number above 0), or whose first frames the filters left out, starts
 // with a header of sequence number 1, so that readers of the output know
@@ -473,10 +481,10 @@ func (m *merger) handle(it *mergeItem) {
 		if st := m.stream(it.stream); st != nil {
 			st.ended = true
 		}
-	case itemTrimmed:
+	case itemTrimmed, itemStoreTrimmed:
 		if st := m.stream(it.stream); st != nil && !st.skip {
 			st.trimmed = max(st.trimmed, it.frame.Position)
-			m.asm.Trim(it.stream, it.frame.Position)
+			m.asm.Trimmed(it.stream, it.frame.Position, it.kind == itemStoreTrimmed)
 		}
 	}
 }
@@ -848,7 +856,8 @@ const (
 	itemChannel
 	itemFrame
 	itemEnded
-	itemTrimmed // frame.Position: the horizon
+	itemTrimmed      // frame.Position: the horizon, of a capture's Trimmed record
+	itemStoreTrimmed // the same, of a store's read-out
 	itemUnknown
 	itemDamage
 	itemFail       // err: the input could not be opened or read
@@ -1092,7 +1101,11 @@ func readInput(f *feed, idx int32, in MergeInput) (bool, int64) {
 		case EntryStreamEnded:
 			add(mergeItem{kind: itemEnded, stream: e.Stream})
 		case EntryTrimmed:
-			add(mergeItem{kind: itemTrimmed, stream: e.Stream, frame: frames.Frame{Position: e.Frame.Position}})
+			k := itemTrimmed
+			if in.Store {
+				k = itemStoreTrimmed
+			}
+			add(mergeItem{kind: k, stream: e.Stream, frame: frames.Frame{Position: e.Frame.Position}})
 		case EntryUnknown:
 			add(mergeItem{kind: itemUnknown})
 		}

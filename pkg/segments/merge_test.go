@@ -21,6 +21,7 @@ type capSpec struct {
 	catalog  []frames.ChannelDescriptor
 	opts     WriterOptions
 	trim     frames.Position // a Trimmed record first, when > 0
+	store    bool            // the input is a store's read-out (MergeInput.Store)
 	frames   []frames.Frame
 	ended    bool
 	segments int // frames per segment (EndSegment between), 0: one
@@ -345,13 +346,30 @@ func TestMerge(t *testing.T) {
 			name: "trimmed: the horizon first, frames below it dropped",
 			caps: map[string]capSpec{
 				"a": {desc: descS, catalog: catS(), frames: textFramesAt(0, 9)},
-				"b": {desc: descS, catalog: catS(), trim: 5, frames: textFramesAt(5, 11)},
+				"b": {desc: descS, catalog: catS(), trim: 5, store: true, frames: textFramesAt(5, 11)},
 			},
 			order: []string{"b", "a"},
 			want:  slices.Concat([]string{"seg node-alpha#1 seq=0 [1 2]", "trimmed node-alpha#1 5"}, wantFrames(streamS, textFramesAt(5, 11))),
 			report: func(r MergeReport) string {
 				if r.Trimmed != 5 || r.Gaps != 0 {
 					return "want 5 trimmed, no gap"
+				}
+				return ""
+			},
+		},
+		{
+			// A capture file's Trimmed record hides nothing: the frames
+			// below it are merged, and the output keeps the record.
+			name: "trimmed capture: the frames below the horizon kept",
+			caps: map[string]capSpec{
+				"a": {desc: descS, catalog: catS(), frames: textFramesAt(0, 9)},
+				"b": {desc: descS, catalog: catS(), trim: 5, frames: textFramesAt(5, 11)},
+			},
+			order: []string{"b", "a"},
+			want:  slices.Concat([]string{"seg node-alpha#1 seq=0 [1 2]", "trimmed node-alpha#1 5"}, wantFrames(streamS, textFramesAt(5, 11)), wantFrames(streamS, textFramesAt(0, 4))),
+			report: func(r MergeReport) string {
+				if r.Trimmed != 0 || r.Gaps != 0 || r.Frames != 12 {
+					return "want 12 frames, none trimmed, no gap"
 				}
 				return ""
 			},
@@ -381,7 +399,11 @@ func TestMerge(t *testing.T) {
 			if order == nil {
 				order = []string{"a"}
 			}
-			out, rep, warns := merged(t, inputsOf(named, order...), tc.opts)
+			ins := inputsOf(named, order...)
+			for i := range ins {
+				ins[i].Store = tc.caps[ins[i].Name].store
+			}
+			out, rep, warns := merged(t, ins, tc.opts)
 			if diff := diffLines(outline(t, out), tc.want); diff != "" {
 				t.Errorf("%s\n%s", diff, strings.Join(outline(t, out), "\n"))
 			}

@@ -1,10 +1,13 @@
 package segments
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
@@ -39,9 +42,15 @@ type Sink interface {
 	Frame(s frames.StreamID, f frames.Frame)
 	// Ended reports a StreamEnded record.
 	Ended(s frames.StreamID)
-	// Trimmed reports a Trimmed record: a store deleted the frames of s
-	// below position before (ds trim); readers hide any that remain.
-	Trimmed(s frames.StreamID, before frames.Position)
+	// Trimmed reports a Trimmed record of stream s at horizon before
+	// (ds-format(5) "Trimmed"). With store, the input is a store's
+	// read-out ([ScanOptions].Store): the store deleted the frames of s
+	// below before (ds trim), and readers hide any that remain
+	// ([Assembler.Trim]). Without, the record is in a capture file,
+	// where it hides nothing: positions below before that are absent
+	// are trimmed, not lost, and frames below it are shown
+	// ([Assembler.TrimCapture]).
+	Trimmed(s frames.StreamID, before frames.Position, store bool)
 	// Damage reports bytes [offset, end) that could not be read; torn is
 	// set when the input ended inside a record (a writer that was killed).
 	// Adjacent damaged ranges come as one (err then says how many records
@@ -70,6 +79,17 @@ type ScanOptions struct {
 	// ds uses 300 ms for live inputs (pipes, -f), so that a partial last
 	// line shows. 0 means never.
 	IdleAfter time.Duration
+	// Store says that r is a store's read-out ([Store.OpenStream]): its
+	// Trimmed records are the store's, reported with store set (see
+	// [Sink]). Without it, r is a capture file, whose Trimmed records
+	// hide nothing.
+	Store bool
+	// CaptureTrimmed, if set and Store is not, is called when Scan
+	// returns, once for each stream of which the input held a Trimmed
+	// record and frames below its horizon: the highest horizon, and how
+	// many positions below it the input held frames of (shown, not
+	// hidden). ds says so on stderr.
+	CaptureTrimmed func(s frames.StreamID, before frames.Position, frames uint64)
 }
 
 // Idler is implemented by sinks that want to know when their input has
@@ -117,6 +137,11 @@ func scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink, anyForm
 	defer close(feed.stop)
 	go readBatches(ctx, feed, opts, anyFormat)
 	var d damageRuns
+	var below *belowCount
+	if !opts.Store && opts.CaptureTrimmed != nil {
+		below = &belowCount{streams: make(map[frames.StreamID]*belowStream)}
+		defer below.report(opts.CaptureTrimmed)
+	}
 	idler, _ := sink.(Idler)
 	drained := true // the reader asked for input after the last batch (before the first, too)
 	for {
@@ -162,11 +187,17 @@ func scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink, anyForm
 				sink.Channel(*e.Channel)
 			case EntryFrame:
 				e.Frame.Payload = b.arena[it.off : it.off+it.n : it.off+it.n]
+				if below != nil {
+					below.frame(e.Stream, e.Frame.Position)
+				}
 				sink.Frame(e.Stream, e.Frame)
 			case EntryStreamEnded:
 				sink.Ended(e.Stream)
 			case EntryTrimmed:
-				sink.Trimmed(e.Stream, e.Frame.Position)
+				if below != nil {
+					below.trimmed(e.Stream, e.Frame.Position)
+				}
+				sink.Trimmed(e.Stream, e.Frame.Position, opts.Store)
 			}
 		}
 		b.items, b.arena = b.items[:0], b.arena[:0]
@@ -397,3 +428,55 @@ func (e *RunError) Error() string {
 
 // Unwrap returns the first range's cause.
 func (e *RunError) Unwrap() error { return e.Err }
+
+// belowCount counts, for [ScanOptions].CaptureTrimmed, the positions of
+// each stream of a capture below the horizon of its Trimmed records,
+// wherever the record is: the positions read are kept as runs (one run
+// per stream for a capture in order).
+type belowCount struct {
+	streams map[frames.StreamID]*belowStream
+	last    *belowStream
+}
+
+type belowStream struct {
+	id      frames.StreamID
+	pos     checkPositions
+	horizon frames.Position
+}
+
+func (b *belowCount) stream(s frames.StreamID) *belowStream {
+	if b.last != nil && b.last.id == s {
+		return b.last
+	}
+	st := b.streams[s]
+	if st == nil {
+		st = &belowStream{id: s}
+		b.streams[s] = st
+	}
+	b.last = st
+	return st
+}
+
+func (b *belowCount) frame(s frames.StreamID, p frames.Position) { b.stream(s).pos.add(p) }
+
+func (b *belowCount) trimmed(s frames.StreamID, h frames.Position) {
+	st := b.stream(s)
+	st.horizon = max(st.horizon, h)
+}
+
+// report calls f for each stream with a horizon and positions below it,
+// in order of stream.
+func (b *belowCount) report(f func(frames.StreamID, frames.Position, uint64)) {
+	sts := slices.Collect(maps.Values(b.streams))
+	slices.SortFunc(sts, func(x, y *belowStream) int {
+		return cmp.Or(cmp.Compare(x.id.Node, y.id.Node), cmp.Compare(x.id.Life, y.id.Life))
+	})
+	for _, st := range sts {
+		if st.horizon == 0 {
+			continue
+		}
+		if n := st.pos.clip(st.horizon); n > 0 {
+			f(st.id, st.horizon, n)
+		}
+	}
+}

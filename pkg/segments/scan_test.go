@@ -20,12 +20,12 @@ type frameSignal struct {
 
 type discard struct{}
 
-func (discard) Header(SegmentHeader)                     {}
-func (discard) Channel(frames.ChannelDescriptor)         {}
-func (discard) Frame(frames.StreamID, frames.Frame)      {}
-func (discard) Ended(frames.StreamID)                    {}
-func (discard) Trimmed(frames.StreamID, frames.Position) {}
-func (discard) Damage(int64, int64, bool, error)         {}
+func (discard) Header(SegmentHeader)                           {}
+func (discard) Channel(frames.ChannelDescriptor)               {}
+func (discard) Frame(frames.StreamID, frames.Frame)            {}
+func (discard) Ended(frames.StreamID)                          {}
+func (discard) Trimmed(frames.StreamID, frames.Position, bool) {}
+func (discard) Damage(int64, int64, bool, error)               {}
 func (s frameSignal) Frame(_ frames.StreamID, f frames.Frame) {
 	s.frames <- frames.Frame{Channel: f.Channel, Position: f.Position, Payload: bytes.Clone(f.Payload)}
 }
@@ -201,4 +201,65 @@ func conformanceCapture(t *testing.T, s frames.StreamID, ended bool, fs ...frame
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// TestScanTrimmedTrust: a Trimmed record is reported with store set only
+// from a store's read-out (ScanOptions.Store); from a capture file,
+// CaptureTrimmed is told how many positions below the horizon the input
+// holds, wherever the record is, once the input is read.
+func TestScanTrimmedTrust(t *testing.T) {
+	s := frames.StreamID{Node: "t", Life: 1}
+	capture := func(trimAt int) []byte {
+		var buf bytes.Buffer
+		w, err := NewWriter(&buf, frames.StreamDescriptor{Stream: s}, []frames.ChannelDescriptor{{Stream: s, ID: 1, Name: "out", Content: frames.TextStream()}}, WriterOptions{Compression: CompressNone})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p := range 10 {
+			if p == trimAt {
+				if err := w.WriteTrimmed(5); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if p == 3 {
+				continue // position 3 is absent
+			}
+			if err := w.WriteFrame(frames.Frame{Channel: 1, Position: frames.Position(p), Payload: []byte("x\n")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	for _, at := range []int{0, 7} {
+		in := capture(at)
+		type note struct {
+			s      frames.StreamID
+			before frames.Position
+			n      uint64
+		}
+		var notes []note
+		opts := ScanOptions{CaptureTrimmed: func(s frames.StreamID, before frames.Position, n uint64) { notes = append(notes, note{s, before, n}) }}
+		var c callLog
+		if err := Scan(context.Background(), bytes.NewReader(in), opts, &c); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(c.String(), "trimmed t#1 below 5\n") || strings.Contains(c.String(), "by its store") {
+			t.Errorf("record at %d: calls\n%s", at, c.String())
+		}
+		if len(notes) != 1 || notes[0] != (note{s, 5, 4}) {
+			t.Errorf("record at %d: CaptureTrimmed %v, want t#1 below 5: 4 positions", at, notes)
+		}
+		notes = nil
+		opts.Store = true
+		c = callLog{}
+		if err := Scan(context.Background(), bytes.NewReader(in), opts, &c); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(c.String(), "trimmed t#1 below 5 by its store") || len(notes) != 0 {
+			t.Errorf("record at %d, a store's read-out: notes %v, calls\n%s", at, notes, c.String())
+		}
+	}
 }

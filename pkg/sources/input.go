@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
+	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
@@ -128,7 +129,29 @@ func (in *Input) Close() {
 	}
 }
 
+// TrimTrust returns opts for reading the input: a store's stream is its
+// read-out, whose Trimmed record hides the frames below it
+// (ScanOptions.Store); in a capture file a Trimmed record hides nothing,
+// and when the file holds frames below one, warn is told so
+// (ds-format(5) "Trimmed").
+func (in *Input) TrimTrust(opts segments.ScanOptions, warn io.Writer) segments.ScanOptions {
+	if in.Store != nil {
+		opts.Store = true
+		return opts
+	}
+	opts.CaptureTrimmed = func(s frames.StreamID, before frames.Position, n uint64) {
+		verb := "are"
+		if n == 1 {
+			verb = "is"
+		}
+		fmt.Fprintf(warn, "ds: %s: a Trimmed record of stream %s (positions below %d) in a capture file: %s below it %s shown, not hidden\n",
+			textfmt.Quote(in.Name), textfmt.Escape(s.String()), before, textfmt.Nouns(n, "frame"), verb)
+	}
+	return opts
+}
+
 // Scan reads the input into sink (segments.ScanAny), and sets BytesRead.
+// A Trimmed record is trusted as [Input.TrimTrust] says.
 // With opts.Follow, a regular file is followed as it grows ([FollowFile]),
 // from opts.Offset, where its read position must be: a file truncated or
 // replaced is read again from its start, with a note on warn ("ds: NAME:
@@ -136,6 +159,7 @@ func (in *Input) Close() {
 // Anything else is read to its end, as tail -f reads a pipe. It returns
 // what ScanAny returns (ctx's error when ctx ends).
 func (in *Input) Scan(ctx context.Context, opts segments.ScanOptions, sink segments.Sink, warn io.Writer) error {
+	opts = in.TrimTrust(opts, warn)
 	cr := &segments.CountingReader{R: in.R}
 	defer func() { in.BytesRead = cr.N() }()
 	if !opts.Follow || in.File == nil || in.Size < 0 {

@@ -112,6 +112,6 @@ type countSink struct{ frames, damage int }
 func (s *countSink) Header(segments.SegmentHeader)                  {}
 func (s *countSink) Channel(frames.ChannelDescriptor)               {}
 func (s *countSink) Frame(frames.StreamID, frames.Frame)            { s.frames++ }
-func (s *countSink) Trimmed(frames.StreamID, frames.Position)       {}
+func (s *countSink) Trimmed(frames.StreamID, frames.Position, bool) {}
 func (s *countSink) Ended(frames.StreamID)                          {}
 func (s *countSink) Damage(offset, end int64, torn bool, err error) { s.damage++ }

@@ -82,7 +82,9 @@ const (
 	FindingMore
 	// FindingTrimmed is a note, not a loss: a store trimmed the stream's
 	// positions Gap.From..Gap.To (ds trim, the Trimmed record of
-	// ds-format(5); From is 0). It comes first among its stream's.
+	// ds-format(5)). From is 0, and it comes first among its stream's,
+	// but for the holes below the horizon of a Trimmed record in a
+	// capture file, which come after it (see [FindingTrimShown]).
 	FindingTrimmed
 	// FindingTransport is a note, not a loss: an output of the stream
 	// that leaves the machine (ds wrap -o nats://…) did not deliver
@@ -95,11 +97,20 @@ const (
 	// FindingSubscriberDrop, the loss is counted where frames are
 	// missing, never by the record that explains it.
 	FindingTransport
+	// FindingTrimShown is a capture file (no store's read-out) that holds
+	// a Trimmed record of the stream, at horizon Position, and Frames
+	// frames below it. A Trimmed record is a store's word, authoritative
+	// in what a store reads out only: in a capture it hides nothing, so
+	// those frames are shown, and the capture is not what a store wrote
+	// (crafted, or spliced). Not a loss of frames, but a problem: ds gaps
+	// --check fails on it. It comes right after its stream's trimmed
+	// positions.
+	FindingTrimShown
 )
 
 // String returns the kind's word in text output: "damage", "torn",
 // "live", "start", "gap", "dropped", "subscriber", "conflict", "unended",
-// "more", "trimmed", "transport".
+// "more", "trimmed", "transport", "trim-shown".
 func (k FindingKind) String() string {
 	switch k {
 	case FindingDamage:
@@ -126,6 +137,8 @@ func (k FindingKind) String() string {
 		return "trimmed"
 	case FindingTransport:
 		return "transport"
+	case FindingTrimShown:
+		return "trim-shown"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -177,7 +190,8 @@ type Finding struct {
 	// gap (nil when none does).
 	Transport *TransportLoss
 
-	// Position is FindingStart's first position read, FindingConflict's
+	// Position is FindingStart's first position read, FindingTrimShown's
+	// horizon, FindingConflict's
 	// position, FindingSubscriberDrop's (last) health record,
 	// FindingUnended's last position read, FindingTransport's
 	// datastream.transport record.
@@ -189,8 +203,9 @@ type Finding struct {
 	Segment   uint64           // FindingStart
 	ChannelID frames.ChannelID // FindingConflict
 	Channel   string           // FindingConflict: the channel's name, "" when unknown
-	// Frames is FindingSubscriberDrop's frame copies lost and
-	// FindingUnended's frames read.
+	// Frames is FindingSubscriberDrop's frame copies lost,
+	// FindingUnended's frames read and FindingTrimShown's frames below
+	// the horizon.
 	Frames      uint64
 	Subscribers []SubscriberLoss // FindingSubscriberDrop, when the record names them
 	Count       uint64           // FindingMore: findings not listed
@@ -215,6 +230,7 @@ type LossTotals struct {
 	SubDropped   uint64 // frame copies lost in them
 	Conflicts    uint64 // conflicting copies refused (FindingConflict)
 	Unended      uint64 // streams without a StreamEnded record (FindingUnended)
+	TrimShown    uint64 // streams with frames below a capture's Trimmed record (FindingTrimShown)
 	Transport    uint64 // transport losses (FindingTransport; not a loss of the input)
 	Undelivered  uint64 // frames they say were not delivered
 }
@@ -224,7 +240,7 @@ type LossTotals struct {
 // subscriber drops, transport losses). Frames an output of a stream lost
 // are counted here only where an input lacks them, as gaps.
 func (t LossTotals) Losses() uint64 {
-	return t.Damaged + t.Torn + t.Starts + t.Gaps + t.Drops + t.Conflicts + t.Unended
+	return t.Damaged + t.Torn + t.Starts + t.Gaps + t.Drops + t.Conflicts + t.Unended + t.TrimShown
 }
 
 // Noted returns how many notes [LossTotals.String] gives after the
@@ -261,6 +277,7 @@ func (t LossTotals) String() string {
 	add(t.Drops > 0, "%s (%s refused)", textfmt.Nouns(t.Drops, "drop"), textfmt.Nouns(t.Dropped, "frame"))
 	add(t.Conflicts > 0, "%s", textfmt.Nouns(t.Conflicts, "conflict"))
 	add(t.Unended > 0, "%s not ended", textfmt.Nouns(t.Unended, "stream"))
+	add(t.TrimShown > 0, "%s with frames below a capture's Trimmed record", textfmt.Nouns(t.TrimShown, "stream"))
 	note(t.SubDrops > 0, "%s (%s lost by subscribers)", textfmt.Nouns(t.SubDrops, "subscriber drop"), textfmt.Nouns(t.SubDropped, "frame copy"))
 	note(t.Transport > 0, "%s (%s not delivered by an output)", textfmt.Nouns(t.Transport, "transport loss"), textfmt.Nouns(t.Undelivered, "frame"))
 	s := "no loss"
@@ -337,6 +354,7 @@ type gapStream struct {
 	hasTransp bool
 	firstSeq  uint64          // of the first segment header read
 	before    frames.Position // trimmed by a store below this position
+	trimHoles []segments.Gap  // holes below a capture's Trimmed record: trimmed, not gaps
 	headers   bool            // a segment header was read
 	live      bool            // its latest segment header was in a live input
 	ended     bool            // a StreamEnded record was read
@@ -399,8 +417,8 @@ func (in gapsInput) Header(h segments.SegmentHeader)         { in.g.header(h, in
 func (in gapsInput) Channel(d frames.ChannelDescriptor)      { in.g.Channel(d) }
 func (in gapsInput) Frame(s frames.StreamID, f frames.Frame) { in.g.Frame(s, f) }
 func (in gapsInput) Ended(s frames.StreamID)                 { in.g.Ended(s) }
-func (in gapsInput) Trimmed(s frames.StreamID, before frames.Position) {
-	in.g.Trimmed(s, before)
+func (in gapsInput) Trimmed(s frames.StreamID, before frames.Position, store bool) {
+	in.g.Trimmed(s, before, store)
 }
 func (in gapsInput) Damage(offset, end int64, torn bool, err error) {
 	in.g.damage(in.f, offset, end, torn, err)
@@ -469,8 +487,11 @@ func (g *Gaps) Ended(s frames.StreamID) {
 }
 
 // Trimmed implements [segments.Sink]: positions below before were trimmed by a
-// store: not a gap.
-func (g *Gaps) Trimmed(s frames.StreamID, before frames.Position) { g.asm.Trim(s, before) }
+// store: not a gap (from a capture file, absent ones are; its frames below
+// are shown, and listed: see [FindingTrimShown]).
+func (g *Gaps) Trimmed(s frames.StreamID, before frames.Position, store bool) {
+	g.asm.Trimmed(s, before, store)
+}
 
 // Damage implements [segments.Sink], for the latest input.
 func (g *Gaps) Damage(offset, end int64, torn bool, err error) {
@@ -620,7 +641,11 @@ func (g *Gaps) item(it segments.Item) {
 		}
 		st.gaps = append(st.gaps, it.Gap)
 	case segments.ItemTrimmed:
-		st.before = it.Gap.To + 1
+		if it.Gap.From > 0 { // a hole below a capture's Trimmed record
+			st.trimHoles = append(st.trimHoles, it.Gap)
+			return
+		}
+		st.before = max(st.before, it.Gap.To+1)
 	case segments.ItemConflict:
 		g.totals.Conflicts++
 		g.add(st, Finding{Kind: FindingConflict, Position: it.Frame.Position, ChannelID: it.Frame.Channel, Channel: st.names[it.Frame.Channel]})
@@ -751,8 +776,11 @@ func (g *Gaps) Totals() LossTotals {
 		if st.n > 0 && st.low > st.before {
 			t.Starts++
 		}
-		if st.before > 0 {
+		if st.before > 0 || len(st.trimHoles) > 0 {
 			t.Trimmed++
+		}
+		if g.asm.Stats(st.id).Shown > 0 {
+			t.TrimShown++
 		}
 		if !st.ended && !st.live {
 			t.Unended++
@@ -813,6 +841,12 @@ func (g *Gaps) streamFindings(st *gapStream) []Finding {
 	var out []Finding
 	if st.before > 0 {
 		out = append(out, Finding{Kind: FindingTrimmed, Stream: st.id, Gap: segments.Gap{From: 0, To: st.before - 1, Count: uint64(st.before)}})
+	}
+	for _, h := range st.trimHoles {
+		out = append(out, Finding{Kind: FindingTrimmed, Stream: st.id, Gap: h})
+	}
+	if as := g.asm.Stats(st.id); as.Shown > 0 {
+		out = append(out, Finding{Kind: FindingTrimShown, Stream: st.id, Position: as.CaptureBefore, Frames: as.Shown})
 	}
 	if st.n > 0 && st.low > st.before {
 		out = append(out, Finding{Kind: FindingStart, Stream: st.id, Position: st.low, Segment: st.firstSeq})
@@ -994,6 +1028,8 @@ func (f *Finding) text() string {
 		return fmt.Sprintf("%d more not listed (at most %d are)", f.Count, MaxListedFindings)
 	case FindingTrimmed:
 		return string(appendStoreTrimmedMsg(nil, f.Gap.From, f.Gap.To)) + ": not a loss"
+	case FindingTrimShown:
+		return fmt.Sprintf("a Trimmed record (positions below %d) in a capture file: %s below it shown, not hidden (a store's record, which a capture cannot hold with them)", f.Position, textfmt.Nouns(f.Frames, "frame"))
 	}
 	return ""
 }
@@ -1070,6 +1106,11 @@ type (
 		Transport         *TransportLoss      `json:"transport,omitempty"`
 		More              *jsonMore           `json:"more,omitempty"`
 		Trimmed           *jsonGap            `json:"trimmed,omitempty"`
+		TrimShown         *jsonTrimShown      `json:"trim_shown,omitempty"`
+	}
+	jsonTrimShown struct {
+		Before frames.Position `json:"before"`
+		Frames uint64          `json:"frames"`
 	}
 	jsonStart struct {
 		Position frames.Position `json:"position"`
@@ -1151,6 +1192,8 @@ func (f *Finding) jsonValue() any {
 		v.Trimmed = &jsonGap{From: f.Gap.From, To: f.Gap.To, Count: f.Gap.Count}
 	case FindingTransport:
 		v.Transport = f.Transport
+	case FindingTrimShown:
+		v.TrimShown = &jsonTrimShown{Before: f.Position, Frames: f.Frames}
 	}
 	return v
 }

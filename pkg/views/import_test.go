@@ -33,7 +33,7 @@ func (c *callLog) Frame(s frames.StreamID, f frames.Frame) {
 	c.add("frame %s %d ch%d %q", s, f.Position, f.Channel, f.Payload)
 }
 func (c *callLog) Ended(s frames.StreamID) { c.add("ended %s", s) }
-func (c *callLog) Trimmed(s frames.StreamID, before frames.Position) {
+func (c *callLog) Trimmed(s frames.StreamID, before frames.Position, _ bool) {
 	c.add("trimmed %s below %d", s, before)
 }
 func (c *callLog) Damage(offset, end int64, torn bool, err error) {
@@ -85,12 +85,12 @@ func envelope(node string, life, pos uint64, ch frames.ChannelID, payload string
 // discard is a sink that ignores everything.
 type discard struct{}
 
-func (discard) Header(segments.SegmentHeader)            {}
-func (discard) Channel(frames.ChannelDescriptor)         {}
-func (discard) Frame(frames.StreamID, frames.Frame)      {}
-func (discard) Ended(frames.StreamID)                    {}
-func (discard) Trimmed(frames.StreamID, frames.Position) {}
-func (discard) Damage(int64, int64, bool, error)         {}
+func (discard) Header(segments.SegmentHeader)                  {}
+func (discard) Channel(frames.ChannelDescriptor)               {}
+func (discard) Frame(frames.StreamID, frames.Frame)            {}
+func (discard) Ended(frames.StreamID)                          {}
+func (discard) Trimmed(frames.StreamID, frames.Position, bool) {}
+func (discard) Damage(int64, int64, bool, error)               {}
 
 // TestScanAnyLog: what ds log prints of a DSQ1 stream (names from its
 // catalog) and of legacy envelopes (no names: raw).

@@ -417,7 +417,9 @@ func (in *Info) Ended(s frames.StreamID) { in.stream(s).ended = true }
 
 // Trimmed records a Trimmed record: positions below before were trimmed by
 // a store.
-func (in *Info) Trimmed(s frames.StreamID, before frames.Position) { in.asm.Trim(s, before) }
+func (in *Info) Trimmed(s frames.StreamID, before frames.Position, store bool) {
+	in.asm.Trimmed(s, before, store)
+}
 
 // Damage records a damaged range of the current input.
 func (in *Info) Damage(offset, end int64, torn bool, err error) {
@@ -616,8 +618,8 @@ func (in *Info) summarize(st *infoStream) StreamSummary {
 		first, last := uint64(stats.First), uint64(stats.Last)
 		sum.FirstPosition, sum.LastPosition = &first, &last
 	}
-	if stats.Before > 0 {
-		b := uint64(stats.Before)
+	if h := trimmedHead(stats); h > 0 {
+		b := uint64(h)
 		sum.TrimmedBefore = &b
 	}
 	for _, c := range st.sortedChans() {
@@ -833,4 +835,18 @@ func writeInfoText(w io.Writer, files []FileSummary, n int, stream func(int) Str
 		}
 	}
 	return tabs.Flush()
+}
+
+// trimmedHead returns the end of the positions a stream is trimmed of at
+// its head: a store's horizon, or up to a capture's Trimmed record, the
+// positions before its first frame.
+func trimmedHead(stats segments.StreamStats) frames.Position {
+	h := stats.Before
+	if c := stats.CaptureBefore; c > h {
+		if stats.Frames > 0 {
+			c = min(c, stats.First)
+		}
+		h = max(h, c)
+	}
+	return h
 }

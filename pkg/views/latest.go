@@ -87,7 +87,9 @@ func (l *Latest) Frame(id frames.StreamID, f frames.Frame) { l.a.Add(id, f) }
 func (l *Latest) Ended(frames.StreamID) {}
 
 // Trimmed implements Sink.
-func (l *Latest) Trimmed(id frames.StreamID, before frames.Position) { l.a.Trim(id, before) }
+func (l *Latest) Trimmed(id frames.StreamID, before frames.Position, store bool) {
+	l.a.Trimmed(id, before, store)
+}
 
 // Damage implements Sink. The gauge has no place for damage; the caller
 // reports it.

@@ -74,7 +74,9 @@ func (s *LogSink) Ended(id frames.StreamID) {
 }
 
 // Trimmed implements Sink.
-func (s *LogSink) Trimmed(id frames.StreamID, before frames.Position) { s.A.Trim(id, before) }
+func (s *LogSink) Trimmed(id frames.StreamID, before frames.Position, store bool) {
+	s.A.Trimmed(id, before, store)
+}
 
 // Damage implements Sink.
 func (s *LogSink) Damage(offset, end int64, torn bool, err error) {

@@ -401,7 +401,8 @@ const (
 	mergeFrame
 	mergeEnded
 	mergeDamage
-	mergeTrimmed
+	mergeTrimmed      // a capture's Trimmed record
+	mergeStoreTrimmed // a store's
 )
 
 // mergeEntry is one sink call of an input, with its time key.
@@ -428,8 +429,8 @@ func (e *mergeEntry) deliver(sink segments.Sink, arena []byte) {
 		sink.Frame(e.stream, frames.Frame{Channel: e.ch, Position: e.pos, Payload: arena[e.off : e.off+e.n : e.off+e.n]})
 	case mergeEnded:
 		sink.Ended(e.stream)
-	case mergeTrimmed:
-		sink.Trimmed(e.stream, e.pos)
+	case mergeTrimmed, mergeStoreTrimmed:
+		sink.Trimmed(e.stream, e.pos, e.kind == mergeStoreTrimmed)
 	case mergeDamage:
 		d := e.damage
 		sink.Damage(d.Offset, d.End, d.Torn, d.Err)
@@ -601,8 +602,12 @@ func (c *mergeCollector) Ended(s frames.StreamID) {
 }
 
 // Trimmed implements Sink.
-func (c *mergeCollector) Trimmed(s frames.StreamID, before frames.Position) {
-	c.push(mergeEntry{kind: mergeTrimmed, stream: s, pos: before})
+func (c *mergeCollector) Trimmed(s frames.StreamID, before frames.Position, store bool) {
+	k := mergeTrimmed
+	if store {
+		k = mergeStoreTrimmed
+	}
+	c.push(mergeEntry{kind: k, stream: s, pos: before})
 }
 
 // Damage implements Sink.

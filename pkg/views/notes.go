@@ -166,17 +166,18 @@ func (p *Printer) checkTrimmed(st *streamInfo, pos frames.Position) {
 	}
 }
 
-// storeTrimmed shows that a store trimmed stream st's positions up to
-// last (ds trim): once, not as a loss. After a cursor, only the trimmed
+// storeTrimmed shows that a store trimmed stream st's positions first..
+// last (ds trim; first is 0 but for a hole below a capture's Trimmed
+// record): once, not as a loss. After a cursor, only the trimmed
 // positions past the cursor are shown, as no longer in the input.
-func (p *Printer) storeTrimmed(st *streamInfo, last frames.Position) {
-	from := frames.Position(0)
+func (p *Printer) storeTrimmed(st *streamInfo, first, last frames.Position) {
+	from := first
 	if st.sel.hasAfter {
 		st.sel.checked = true
 		if last <= st.sel.after {
 			return // consumed before they were trimmed
 		}
-		from = st.sel.after + 1
+		from = max(first, st.sel.after+1)
 		p.losses.Trimmed += uint64(last-from) + 1
 	}
 	p.clock.lineNS = st.clock.ns

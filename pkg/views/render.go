@@ -221,7 +221,7 @@ func (p *Printer) Item(it segments.Item) {
 	case segments.ItemStart:
 		p.startItem(st, it.Frame.Position)
 	case segments.ItemTrimmed:
-		p.storeTrimmed(st, it.Gap.To)
+		p.storeTrimmed(st, it.Gap.From, it.Gap.To)
 	default:
 		if st.sel.hasAfter && !st.sel.checked {
 			p.checkTrimmed(st, it.Frame.Position)

@@ -321,9 +321,9 @@ func (s *StreamSelector) Ended(id frames.StreamID) {
 	}
 }
 
-func (s *StreamSelector) Trimmed(id frames.StreamID, before frames.Position) {
+func (s *StreamSelector) Trimmed(id frames.StreamID, before frames.Position, store bool) {
 	if s.visible(id) {
-		s.Sink.Trimmed(id, before)
+		s.Sink.Trimmed(id, before, store)
 	}
 }
 

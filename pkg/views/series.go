@@ -229,7 +229,9 @@ func (s *Series) Frame(id frames.StreamID, f frames.Frame) { s.a.Add(id, f) }
 func (s *Series) Ended(frames.StreamID) {}
 
 // Trimmed implements Sink.
-func (s *Series) Trimmed(id frames.StreamID, before frames.Position) { s.a.Trim(id, before) }
+func (s *Series) Trimmed(id frames.StreamID, before frames.Position, store bool) {
+	s.a.Trimmed(id, before, store)
+}
 
 // Idle implements [segments.Idler]: when the input has nothing more for now (a
 // live pipe), the rows printed so far are written out.
