@@ -199,7 +199,9 @@ func NewPublisher(e *frames.Endpoint, nc *nats.Conn, t Target, opts PublisherOpt
 	return p, nil
 }
 
-// descriptorSize estimates the bytes a channel adds to a segment header.
+// descriptorSize estimates the bytes a channel adds to a segment's start:
+// to its header and to the HeaderCopy record after it, which repeats the
+// header (ds-format(5) "HeaderCopy").
 func descriptorSize(d frames.ChannelDescriptor) int {
 	n := 96 + len(d.Name) + len(d.Stream.Node)
 	if d.Label != nil {
@@ -208,7 +210,7 @@ func descriptorSize(d frames.ChannelDescriptor) int {
 	if d.Content.Schema != nil {
 		n += len(*d.Content.Schema)
 	}
-	return n
+	return 2 * n
 }
 
 // Name returns the output's name: the target's Display.

@@ -72,7 +72,10 @@ func fixtures(t testing.TB) map[string][]byte {
 	rotated := writeEvents(t, descS, catalogS, WriterOptions{WriterID: "ds fixture", SegmentSize: 1024, Rand: detRand(12)}, logEvents(streamS, 40))
 	compressed := writeEvents(t, descS, catalogS, WriterOptions{WriterID: "ds fixture", Compression: CompressZstd, BlockSize: 4 << 10, SegmentSize: 8 << 10, Rand: detRand(13)}, logEvents(streamS, 400))
 	sp := spans(t, small)
-	rec := func(i int) span { return sp[i] } // sp[0] is the header
+	// sp[0] is the header; without its HeaderCopy, rec(1) is the first
+	// frame.
+	sp = slices.Delete(sp, 1, 2)
+	rec := func(i int) span { return sp[i] }
 
 	out := map[string][]byte{
 		"capture/small.dss":       small,
@@ -106,7 +109,7 @@ func fixtures(t testing.TB) map[string][]byte {
 		t.Fatal(err)
 	}
 	var extra []byte
-	extra, _ = wireformat.AppendRecord(extra, h.Seed(), wireformat.Record{Type: 0x07, Body: []byte("a record of a future minor version")})
+	extra, _ = wireformat.AppendRecord(extra, h.Seed(), wireformat.Record{Type: 0x08, Body: []byte("a record of a future minor version")})
 	extra, _ = wireformat.AppendRecord(extra, h.Seed(), wireformat.Record{Type: 0x40, Body: []byte("private")})
 	extra, _ = wireformat.AppendRecord(extra, h.Seed(), wireformat.Record{Type: wireformat.TypeBlock, Body: []byte{0x02, 3, 'l', 'z', '4'}})
 	out["corrupt/tag-unknown.dss"] = slices.Concat(small[:rec(2).start], extra, small[rec(2).start:])

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
@@ -17,7 +18,11 @@ import (
 type EntryKind uint8
 
 const (
-	// EntrySegment is a segment header: Entry.Header.
+	// EntrySegment is a segment header: Entry.Header. A header that
+	// failed its checks but was recovered from its HeaderCopy record
+	// (ds-format(5) "Resynchronisation") comes after the *CorruptError of
+	// the header's byte range, at the offset of the copy, which then
+	// gives every field of Entry.Header.
 	EntrySegment EntryKind = iota + 1
 	// EntryChannel is a ChannelDeclared record: Entry.Channel.
 	EntryChannel
@@ -126,16 +131,22 @@ type ReaderOptions struct {
 // in input order, resynchronises after damage and reports the damaged
 // ranges, and reads every input to its end.
 //
+// A segment header that fails its checks is recovered from the
+// HeaderCopy record after it when the damage is one flipped bit
+// (ds-format(5) "Resynchronisation"): only the header's byte range is then
+// reported, and the segment is read on.
+//
 // A Reader buffers its input. Its buffer grows only as input arrives, to
 // at most the largest header or record it must hold plus 1 MiB (at least
-// 2 MiB). It decompresses a Block in a goroutine of its own while its
-// caller works through the previous one, when that block is already
-// buffered whole, so it holds two blocks' contents and one compressed
-// body. With its scanning checkpoints, a Reader holds at most about 22 MiB
-// (a header of wireformat.MaxHeaderSize that is really there) whatever
-// lengths the input claims, and about 5 MiB for ordinary captures; a
-// caller that keeps a decoded header's catalog keeps about as much as the
-// header again. It is not safe for concurrent use.
+// 2 MiB; while it recovers a damaged header, the header and its copy), and
+// returns to 2 MiB once a larger header is read. It decompresses a Block
+// in a goroutine of its own while its caller works through the previous
+// one, when that block is already buffered whole, so it holds two blocks'
+// contents and one compressed body. Whatever lengths the input claims, a
+// Reader holds about 5 MiB for ordinary captures, and at most about
+// 42 MiB for a header of wireformat.MaxHeaderSize that is really there,
+// the decoded header it returns included (TestReaderMemoryLargeHeader). It
+// is not safe for concurrent use.
 type Reader struct {
 	src          io.Reader
 	max          int
@@ -149,8 +160,12 @@ type Reader struct {
 	eof  bool  // src returned io.EOF and nothing was read since
 	err  error // sticky: a read error or the follow context's error
 
-	seg  *wireformat.Header // current segment; nil outside a readable one
-	seed uint32
+	inSeg  bool            // the reader is in a readable segment
+	stream frames.StreamID // its stream
+	seed   uint32          // its CRC seed
+	// recovered is the segment entry of a damaged header recovered from
+	// its HeaderCopy, returned after the header's damage.
+	recovered *Entry
 
 	block     []byte // content of the Block being returned
 	blockBuf  []byte // storage for block, reused
@@ -237,6 +252,10 @@ func (r *Reader) next(e *Entry) error {
 	}
 	*e = Entry{}
 	r.inBlock = false
+	if r.recovered != nil {
+		*e, r.recovered = *r.recovered, nil
+		return nil
+	}
 	for {
 		if r.err != nil {
 			return r.err
@@ -262,7 +281,7 @@ func (r *Reader) next(e *Entry) error {
 			return err
 		}
 		var done bool
-		if r.seg == nil || r.buf[r.r] == wireformat.Magic[0] {
+		if !r.inSeg || r.buf[r.r] == wireformat.Magic[0] {
 			done, err = r.readHeader(e)
 		} else {
 			done, err = r.readRecord(e, payload)
@@ -353,7 +372,15 @@ func (r *Reader) makeRoom(n int) {
 		// Doubling keeps copying linear in the input read; the cap keeps
 		// the buffer within what the n bytes need and one read's worth
 		// (a 16 MiB header costs 17 MiB, not 32 MiB).
-		size := min(2*len(r.buf), max(r.r-keep+n+readBufferSize, 2*readBufferSize))
+		want := max(r.r-keep+n+readBufferSize, 2*readBufferSize)
+		size := min(2*len(r.buf), want)
+		if size < want && 2*size > want {
+			// Near a large want, grow to half of it, then to all of it:
+			// the old buffer and the new one together never hold more
+			// than 1.5 times want (for a 16 MiB header 25 MiB, where
+			// 16 MiB and then 17 MiB held 33 MiB).
+			size = (want + 1) / 2
+		}
 		grown := make([]byte, size)
 		r.w = copy(grown, r.buf[keep:r.w])
 		r.buf = grown
@@ -362,6 +389,19 @@ func (r *Reader) makeRoom(n int) {
 	}
 	r.base += int64(keep)
 	r.r -= keep
+}
+
+// shrink drops a buffer grown for a large header or record once it has
+// been read: the unread input moves to a buffer of ordinary size, so that
+// a reader past a 16 MiB header no longer holds 17 MiB.
+func (r *Reader) shrink() {
+	if len(r.buf) <= 2*readBufferSize || r.w-r.r > readBufferSize {
+		return
+	}
+	b := make([]byte, 2*readBufferSize)
+	r.w = copy(b, r.buf[r.r:r.w])
+	r.base += int64(r.r)
+	r.buf, r.r = b, 0
 }
 
 // wait waits for more input in follow mode.
@@ -401,12 +441,15 @@ func (r *Reader) readHeader(e *Entry) (bool, error) {
 			if !errors.Is(err, wireformat.ErrBadMagic) {
 				// A magic starts a real header (the writers' invariant):
 				// its segment is lost up to the next magic.
-				r.seg = nil
+				r.inSeg = false
 			}
 			return r.damaged(x, err)
 		}
 		r.seek(x + int64(n))
-		r.seg, r.seed = &h, h.Seed()
+		r.inSeg, r.stream, r.seed = true, h.Stream.Stream, h.Seed()
+		if n > readBufferSize {
+			r.shrink()
+		}
 		*e = Entry{Kind: EntrySegment, Offset: x, Stream: h.Stream.Stream, Header: &h}
 		return true, nil
 	}
@@ -453,7 +496,7 @@ func (r *Reader) readRecord(e *Entry, payload []byte) (bool, error) {
 // record of a block (inner). It reports whether the record yields an entry
 // (experimental records do not).
 func (r *Reader) decode(e *Entry, payload []byte, rec wireformat.Record, off int64, inner bool) (bool, error) {
-	stream := r.seg.Stream.Stream
+	stream := r.stream
 	switch {
 	case rec.Type == wireformat.TypeFrame:
 		var f frames.Frame
@@ -485,6 +528,10 @@ func (r *Reader) decode(e *Entry, payload []byte, rec wireformat.Record, off int
 			return false, err
 		}
 		*e = Entry{Kind: EntryTrimmed, Offset: off, Stream: stream, Frame: frames.Frame{Position: h}}
+	case rec.Type == wireformat.TypeHeaderCopy:
+		// What the header said: needed only when the header is damaged
+		// (recoverHeader).
+		return false, nil
 	case rec.Type == wireformat.TypeSummary && r.skipSummaries:
 		return false, nil
 	case rec.Type == wireformat.TypeSummary:
@@ -503,8 +550,8 @@ func (r *Reader) decode(e *Entry, payload []byte, rec wireformat.Record, off int
 
 func (r *Reader) parseChannel(body []byte) (frames.ChannelDescriptor, error) {
 	d, err := wireformat.ParseChannelBody(body)
-	if err == nil && d.Stream != r.seg.Stream.Stream {
-		err = fmt.Errorf("%w: %w: channel %d is of %s, segment of %s", wireformat.ErrBadBody, wireformat.ErrWrongStream, d.ID, d.Stream, r.seg.Stream.Stream)
+	if err == nil && d.Stream != r.stream {
+		err = fmt.Errorf("%w: %w: channel %d is of %s, segment of %s", wireformat.ErrBadBody, wireformat.ErrWrongStream, d.ID, d.Stream, r.stream)
 	}
 	return d, err
 }
@@ -529,7 +576,7 @@ func (r *Reader) startBlock(x int64, n int, body []byte, e *Entry) (bool, error)
 		}
 	}
 	if errors.Is(err, wireformat.ErrUnknownCodec) {
-		*e = Entry{Kind: EntryUnknown, Offset: x, Stream: r.seg.Stream.Stream, Type: wireformat.TypeBlock, Err: err}
+		*e = Entry{Kind: EntryUnknown, Offset: x, Stream: r.stream, Type: wireformat.TypeBlock, Err: err}
 		return true, nil
 	}
 	if err == nil {
@@ -637,6 +684,27 @@ func (r *Reader) nextInner(e *Entry, payload []byte) bool {
 // record at x drops nothing from the buffer; a long scan may); otherwise it
 // reports the range up to the first candidate the end of input left open.
 func (r *Reader) damaged(x int64, cause error) (bool, error) {
+	h, at, end, c := r.recoverHeader(x)
+	switch {
+	case r.err != nil:
+		return false, r.err
+	case c == valid:
+		r.seek(end)
+		r.inSeg, r.stream, r.seed = true, h.Stream.Stream, h.Seed()
+		if end-x > readBufferSize {
+			r.shrink()
+		}
+		r.recovered = &Entry{Kind: EntrySegment, Offset: at, Stream: h.Stream.Stream, Header: &h}
+		if errors.Is(cause, io.ErrUnexpectedEOF) {
+			// The length field ran past the end of input, but the
+			// segment goes on: it is the length that is damaged.
+			cause = fmt.Errorf("%w: segment header length runs past its HeaderCopy", wireformat.ErrTooLarge)
+		}
+		return false, &CorruptError{Offset: x, End: at, Err: cause}
+	case c == needMore && r.follow && x >= r.base:
+		r.seek(x)
+		return false, r.wait()
+	}
 	resume, found, err := r.resync(x + 1)
 	if err != nil {
 		return false, err
@@ -647,6 +715,133 @@ func (r *Reader) damaged(x int64, cause error) (bool, error) {
 	}
 	r.seek(resume)
 	return false, &CorruptError{Offset: x, End: resume, Err: cause}
+}
+
+// recoverHeader tries to recover the segment whose header, at input
+// offset x, failed its checks, from the HeaderCopy record that writers put
+// right after each header (ds-format(5) "Resynchronisation"). It is
+// tried only where the bytes at x are the magic and major version 1 but
+// for at most one bit, for one flipped bit anywhere in a header leaves the
+// other fields whole: the HeaderCopy starts where the header's length
+// field says the header ends or, when that field is what was damaged,
+// where the lengths of the body's own fields say it does. The copy is
+// taken if it is a HeaderCopy record that checks under the seed of the
+// segment id it carries, that id is the damaged header's but for at most
+// one bit, and its body decodes. It returns the header, the copy's
+// offset and end, and valid; needMore when the input ended before a
+// candidate could be checked; invalid otherwise. It reads as needed and
+// leaves the read position at x.
+func (r *Reader) recoverHeader(x int64) (h wireformat.Header, at, end int64, c candidate) {
+	r.seek(x)
+	const idEnd = wireformat.HeaderPrefixSize + 8 // the segment id ends the fixed fields
+	if r.fill(idEnd) != nil {
+		if r.w > r.r && nearHeader(r.buf[r.r:r.w]) {
+			return h, 0, 0, needMore
+		}
+		return h, 0, 0, invalid
+	}
+	b := r.buf[r.r:r.w]
+	if !nearHeader(b) {
+		return h, 0, 0, invalid
+	}
+	id := binary.LittleEndian.Uint64(b[wireformat.HeaderPrefixSize:])
+	more := false
+	stated := int64(-1)
+	if size := binary.LittleEndian.Uint32(b[10:]); size <= wireformat.MaxHeaderSize {
+		stated = x + wireformat.HeaderOverhead + int64(size)
+		if h, end, c = r.checkCopy(x, stated, id); c == valid {
+			return h, stated, end, valid
+		}
+		more = c == needMore
+	}
+	// The length field may be what was damaged: the body's fields say
+	// where the body ends.
+	for {
+		body := r.buf[r.r+wireformat.HeaderPrefixSize : r.w]
+		n, err := wireformat.HeaderFieldsSize(body)
+		if err == io.ErrUnexpectedEOF {
+			if r.fill(wireformat.HeaderPrefixSize+n) != nil {
+				return h, 0, 0, needMore
+			}
+			continue
+		}
+		if err != nil {
+			break
+		}
+		if at = x + wireformat.HeaderOverhead + int64(n); at != stated {
+			if h, end, c = r.checkCopy(x, at, id); c == valid {
+				return h, at, end, valid
+			}
+			more = more || c == needMore
+		}
+		break
+	}
+	return h, 0, 0, candidateIf(more)
+}
+
+// candidateIf returns needMore if more, else invalid.
+func candidateIf(more bool) candidate {
+	if more {
+		return needMore
+	}
+	return invalid
+}
+
+// nearHeader reports whether b, at least 9 bytes long (or all there is),
+// starts with the magic and major version 1 but for at most one bit.
+func nearHeader(b []byte) bool {
+	want := wireformat.Magic + string(rune(wireformat.MajorVersion))
+	diff := 0
+	for i := range min(len(b), len(want)) {
+		diff += bits.OnesCount8(b[i] ^ want[i])
+	}
+	return diff <= 1
+}
+
+// checkCopy checks for a HeaderCopy record at input offset at for the
+// damaged header at x (the read position) whose segment id field holds
+// id: see recoverHeader. It returns the header the copy holds and the
+// record's end.
+func (r *Reader) checkCopy(x, at int64, id uint64) (wireformat.Header, int64, candidate) {
+	var h wireformat.Header
+	head := int(at-x) + 5
+	if r.fill(head) != nil {
+		return h, 0, needMore
+	}
+	b := r.data(at, at+5)
+	tag := b[0]
+	size := int(binary.LittleEndian.Uint32(b[1:]))
+	if wireformat.RecordType(tag&^wireformat.EscapedFlag) != wireformat.TypeHeaderCopy || b[4] != 0 || size > r.max || size < 10 {
+		return h, 0, invalid
+	}
+	n := wireformat.RecordOverhead + size
+	if r.fill(head+n-5) != nil {
+		return h, 0, needMore
+	}
+	rec := r.data(at, at+int64(n))
+	// The copy's segment id: body bytes 2–9, after the version bytes
+	// (stored 89 00 for 89 when escaped).
+	var copyID [8]byte
+	for i, j := 0, 7; i < len(copyID); i, j = i+1, j+1 {
+		if j >= len(rec)-4 {
+			return h, 0, invalid
+		}
+		copyID[i] = rec[j]
+		if tag&wireformat.EscapedFlag != 0 && rec[j] == 0x89 {
+			j++
+		}
+	}
+	if bits.OnesCount64(binary.LittleEndian.Uint64(copyID[:])^id) > 1 {
+		return h, 0, invalid
+	}
+	parsed, _, err := wireformat.ParseRecord(rec, wireformat.Seed(copyID), r.max)
+	if err != nil {
+		return h, 0, invalid
+	}
+	if h, err = wireformat.ParseHeaderCopy(parsed.Body); err != nil {
+		return h, 0, invalid
+	}
+	return h, at + int64(n), valid
 }
 
 // validTag[c] reports whether c can start a record: its type is valid.
@@ -722,7 +917,7 @@ func (r *Reader) resync(from int64) (int64, bool, error) {
 		}
 		switch r.checkCandidate(cand) {
 		case valid:
-			if isHeader && r.seg != nil {
+			if isHeader && r.inSeg {
 				hdr = cand
 				hdrLimit = from - 1 + int64(wireformat.RecordOverhead) + int64(r.max)
 				pos = cand + 1
@@ -760,7 +955,7 @@ func (r *Reader) findCandidate(b []byte, limit int) int {
 			}
 			continue
 		}
-		if r.seg == nil {
+		if !r.inSeg {
 			j := bytes.IndexByte(b[i+1:limit], magic[0])
 			if j < 0 {
 				return -1
@@ -796,7 +991,7 @@ func (r *Reader) checkCandidate(c int64) candidate {
 			// but inside a segment, where one damaged byte of an escaped
 			// record (89 00 44 53 …) can forge a magic, only a header
 			// whose CRC checks is a resume point.
-			if r.seg == nil {
+			if !r.inSeg {
 				return valid
 			}
 			return invalid

@@ -250,7 +250,7 @@ func TestReaderDamage(t *testing.T) {
 		}},
 		{"reserved and experimental records", func(c *builder) []expect {
 			h := c.header(descS)
-			r1 := c.record(0x07, []byte("a future record"))
+			r1 := c.record(0x08, []byte("a future record"))
 			c.record(0x40, []byte("private"))
 			r2 := c.record(0x3F, []byte("escaped "+wireformat.Magic))
 			f := c.frame(1, 0, "a")
@@ -279,7 +279,7 @@ func TestReaderDamage(t *testing.T) {
 			h := c.header(descS)
 			content := wireformat.AppendInner(nil, wireformat.TypeChannelDeclared, mustChannelBody(t, c2))
 			content = wireformat.AppendInnerFrame(content, frames.Frame{Channel: 2, Position: 0, Payload: []byte("x")}, 0)
-			content = wireformat.AppendInner(content, 0x07, []byte("reserved"))
+			content = wireformat.AppendInner(content, 0x08, []byte("reserved"))
 			content = wireformat.AppendInner(content, 0x41, []byte("experimental"))
 			content = wireformat.AppendInner(content, wireformat.TypeStreamEnded, nil)
 			b := c.block(content)

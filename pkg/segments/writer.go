@@ -9,6 +9,7 @@ import (
 	"io"
 	"runtime"
 	"slices"
+	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/wireformat"
@@ -52,6 +53,14 @@ const (
 	// DefaultSegmentSize is the segment size, in bytes, at which a Writer
 	// starts a new segment (4 MiB).
 	DefaultSegmentSize = 4 << 20
+	// DefaultSegmentContent is the uncompressed size of a segment's
+	// records, in bytes, at which a Writer starts a new segment (16 MiB):
+	// 16 blocks of 1 MiB, however well they compress.
+	DefaultSegmentContent = 16 << 20
+	// DefaultSegmentAge is the age at which a Writer ends a segment at
+	// the next flush (10 minutes), so that a slow producer's segments
+	// span minutes, not hours.
+	DefaultSegmentAge = 10 * time.Minute
 	// DefaultWriterID is the writer identity a Writer puts in its headers
 	// unless told otherwise.
 	DefaultWriterID = "ds"
@@ -68,6 +77,21 @@ type WriterOptions struct {
 	// new segment at the next record (ds-format(5) "SEGMENT ROTATION").
 	// 0 means DefaultSegmentSize.
 	SegmentSize int64
+	// SegmentContent is the uncompressed size of a segment's records, in
+	// bytes, after which the writer starts a new segment at the next
+	// record: plain records count their size, a Block its uncompressed
+	// content (ds-format(5) "SEGMENT ROTATION"), so that a capture that
+	// compresses well still has a segment every 16 blocks. 0 means
+	// DefaultSegmentContent.
+	SegmentContent int64
+	// SegmentAge is the age at which the writer ends a segment at the next
+	// [Writer.Flush] (its summary is written, and the next record starts
+	// a new segment): 0 means DefaultSegmentAge; a negative age never
+	// ends one. Age is measured with Now from the segment's header.
+	SegmentAge time.Duration
+	// Now is the writer's clock, for SegmentAge: nil means time.Now.
+	// Tests pass a fake one.
+	Now func() time.Time
 	// Compression selects plain records or zstd blocks.
 	Compression Compression
 	// BlockSize is the uncompressed size, in bytes, at which a zstd block
@@ -161,10 +185,14 @@ type Writer struct {
 	segEnded bool // EndSegment wrote the current segment's summary: start a new one at the next record
 	seq      uint64
 	segID    [8]byte
-	seed     uint32   // CRC seed of the current segment
-	segBytes int64    // bytes of the current segment emitted so far
-	seg      segStats // what the current segment holds, for its summary
-	open     segStats // what the open block holds
+	seed     uint32 // CRC seed of the current segment
+	segBytes int64  // bytes of the current segment emitted so far
+	// segContent is the uncompressed size of the current segment's
+	// records so far (blocks by their content), for SegmentContent.
+	segContent int64
+	segStart   time.Time // when the current segment's header was emitted
+	seg        segStats  // what the current segment holds, for its summary
+	open       segStats  // what the open block holds
 
 	err    error // sticky
 	closed bool
@@ -177,6 +205,15 @@ type Writer struct {
 func NewWriter(w io.Writer, desc frames.StreamDescriptor, catalog []frames.ChannelDescriptor, opts WriterOptions) (*Writer, error) {
 	if opts.SegmentSize <= 0 {
 		opts.SegmentSize = DefaultSegmentSize
+	}
+	if opts.SegmentContent <= 0 {
+		opts.SegmentContent = DefaultSegmentContent
+	}
+	if opts.SegmentAge == 0 {
+		opts.SegmentAge = DefaultSegmentAge
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	if opts.BlockSize <= 0 {
 		opts.BlockSize = wireformat.DefaultBlockSize
@@ -239,7 +276,10 @@ func sameDescriptor(a, b frames.ChannelDescriptor) bool {
 }
 
 // startSegment emits the header of a new segment with a fresh id, after
-// the summary of the current one.
+// the summary of the current one, and the header's HeaderCopy record
+// (ds-format(5) "HeaderCopy"), with which a reader recovers the segment
+// if the header is damaged. A header too large for a record (over 4 MiB:
+// a catalog of tens of thousands of channels) goes without a copy.
 func (w *Writer) startSegment() error {
 	if w.started {
 		if !w.segEnded {
@@ -265,9 +305,13 @@ func (w *Writer) startSegment() error {
 		if err != nil {
 			return fmt.Errorf("segments: segment header: %w", err)
 		}
+		w.buf, err = wireformat.AppendHeaderCopy(w.buf, w.buf[n:])
+		if err != nil && !errors.Is(err, wireformat.ErrTooLarge) {
+			return fmt.Errorf("segments: header copy: %w", err)
+		}
 		w.started, w.rotate, w.segEnded = true, false, false
 		w.segID, w.seed = h.SegmentID, h.Seed()
-		w.segBytes = int64(len(w.buf) - n)
+		w.segBytes, w.segContent, w.segStart = int64(len(w.buf)-n), 0, w.opts.Now()
 		w.seg.reset()
 		return nil
 	}
@@ -314,10 +358,11 @@ func (w *Writer) check() error {
 }
 
 // beginRecord starts the first segment, or a new segment if the current
-// one is full or a channel was declared since it started. It is called
+// one is full (SegmentSize bytes, or SegmentContent bytes of records
+// uncompressed) or a channel was declared since it started. It is called
 // before every record but StreamEnded.
 func (w *Writer) beginRecord() error {
-	if w.started && w.segBytes < w.opts.SegmentSize && !w.rotate && !w.segEnded {
+	if w.started && w.segBytes < w.opts.SegmentSize && w.segContent < w.opts.SegmentContent && !w.rotate && !w.segEnded {
 		return nil
 	}
 	if err := w.startSegment(); err != nil {
@@ -327,10 +372,11 @@ func (w *Writer) beginRecord() error {
 	return nil
 }
 
-// endRecord accounts for a record of n bytes and writes the buffer out if
-// it is large.
-func (w *Writer) endRecord(n int) error {
+// endRecord accounts for a record of n bytes, content bytes uncompressed,
+// and writes the buffer out if it is large.
+func (w *Writer) endRecord(n, content int) error {
 	w.segBytes += int64(n)
+	w.segContent += int64(content)
 	if len(w.buf) >= writeChunk {
 		return w.writeBuf()
 	}
@@ -432,7 +478,7 @@ func (w *Writer) WriteFrame(f frames.Frame) error {
 		return fmt.Errorf("segments: %w", err)
 	}
 	w.seg.add(f, w.keep(f))
-	return w.endRecord(len(w.buf) - n)
+	return w.endRecord(len(w.buf)-n, len(w.buf)-n)
 }
 
 // A pendingBlock is a closed block being compressed in the background.
@@ -564,7 +610,7 @@ func (w *Writer) drainOne() error {
 		return w.err
 	}
 	if !p.stored && len(p.body)+wireformat.RecordOverhead < p.plainLen {
-		if err := w.appendRecord(wireformat.Record{Type: wireformat.TypeBlock, Body: p.body}); err != nil {
+		if err := w.appendRecord(wireformat.Record{Type: wireformat.TypeBlock, Body: p.body}, len(p.content)); err != nil {
 			return err
 		}
 		w.seg.merge(&p.stats)
@@ -574,7 +620,8 @@ func (w *Writer) drainOne() error {
 	// (escaping at most doubles one), the block's counts, made as its
 	// frames were written, hold for the segment; otherwise the segment may
 	// rotate inside the block and each frame is counted where it lands.
-	counted := w.started && !w.rotate && w.segBytes+2*int64(p.plainLen) < w.opts.SegmentSize
+	counted := w.started && !w.rotate && w.segBytes+2*int64(p.plainLen) < w.opts.SegmentSize &&
+		w.segContent+2*int64(p.plainLen) < w.opts.SegmentContent
 	next := frames.Position(0)
 	for content := p.content; len(content) > 0; {
 		rec, size, err := wireformat.ParseInner(content)
@@ -598,7 +645,7 @@ func (w *Writer) drainOne() error {
 		if !counted {
 			w.seg.add(f, w.keep(f))
 		}
-		if err := w.endRecord(len(w.buf) - n); err != nil {
+		if err := w.endRecord(len(w.buf)-n, len(w.buf)-n); err != nil {
 			return err
 		}
 	}
@@ -609,8 +656,10 @@ func (w *Writer) drainOne() error {
 }
 
 // appendRecord appends rec to the output in the current segment, starting
-// a new one first if it is full.
-func (w *Writer) appendRecord(rec wireformat.Record) error {
+// a new one first if it is full. content is the record's uncompressed
+// size for SegmentContent: a Block's content size; < 0 means the
+// record's own size.
+func (w *Writer) appendRecord(rec wireformat.Record, content int) error {
 	if err := w.beginRecord(); err != nil {
 		return err
 	}
@@ -620,7 +669,10 @@ func (w *Writer) appendRecord(rec wireformat.Record) error {
 		w.err = fmt.Errorf("segments: %w", err)
 		return w.err
 	}
-	return w.endRecord(len(w.buf) - n)
+	if content < 0 {
+		content = len(w.buf) - n
+	}
+	return w.endRecord(len(w.buf)-n, content)
 }
 
 // WriteEvent writes one datastream event of the writer's stream:
@@ -773,12 +825,14 @@ func (w *Writer) WriteTrimmed(h frames.Position) error {
 	if err := w.flushBlocks(); err != nil {
 		return err
 	}
-	return w.appendRecord(wireformat.Record{Type: wireformat.TypeTrimmed, Body: wireformat.AppendTrimmedBody(nil, h)})
+	return w.appendRecord(wireformat.Record{Type: wireformat.TypeTrimmed, Body: wireformat.AppendTrimmedBody(nil, h)}, -1)
 }
 
 // Flush ends the open block and writes every buffered record to the
 // underlying io.Writer. Call it at every drain tick: a reader then sees
-// every record written so far. After Close it returns [ErrClosed].
+// every record written so far. A segment that has reached
+// WriterOptions.SegmentAge is ended here, with its summary, and the next
+// record starts a new one. After Close it returns [ErrClosed].
 func (w *Writer) Flush() error {
 	if err := w.check(); err != nil {
 		return err
@@ -793,6 +847,13 @@ func (w *Writer) Flush() error {
 		if err := w.beginRecord(); err != nil {
 			return err
 		}
+	}
+	if !w.segEnded && w.opts.SegmentAge > 0 && w.opts.Now().Sub(w.segStart) >= w.opts.SegmentAge {
+		if err := w.endSegment(); err != nil {
+			w.err = err
+			return err
+		}
+		w.segEnded = true
 	}
 	return w.writeBuf()
 }

@@ -3,10 +3,12 @@ package segments
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -223,7 +225,7 @@ func TestWriterBlocks(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if got := recordTypes(t, buf.Bytes()); got != "H Block StreamEnded SegmentSummary" {
+		if got := recordTypes(t, buf.Bytes()); got != "H HeaderCopy Block StreamEnded SegmentSummary" {
 			t.Errorf("records: %s", got)
 		}
 		if buf.Len() > len(line)*len(evs)/10 {
@@ -241,7 +243,7 @@ func TestWriterBlocks(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got := recordTypes(t, buf.Bytes()); got != "H Frame Frame Frame" {
+		if got := recordTypes(t, buf.Bytes()); got != "H HeaderCopy Frame Frame Frame" {
 			t.Errorf("records: %s", got)
 		}
 	})
@@ -259,7 +261,7 @@ func TestWriterBlocks(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if got := recordTypes(t, buf.Bytes()); got != "H Frame Frame Frame SegmentSummary H StreamEnded SegmentSummary" {
+		if got := recordTypes(t, buf.Bytes()); got != "H HeaderCopy Frame Frame Frame SegmentSummary H HeaderCopy StreamEnded SegmentSummary" {
 			t.Errorf("records: %s", got)
 		}
 	})
@@ -344,5 +346,119 @@ func TestWriterStoreWhenBusy(t *testing.T) {
 	}
 	if len(data) > len(payload)*2000 {
 		t.Fatalf("capture of %d bytes is larger than its payloads (%d): nothing was compressed", len(data), len(payload)*2000)
+	}
+}
+
+// TestWriterRotationContent: a capture that compresses well still starts
+// a new segment every SegmentContent bytes of records uncompressed, not
+// only every SegmentSize bytes stored.
+func TestWriterRotationContent(t *testing.T) {
+	var buf bytes.Buffer
+	const content = 64 << 10
+	w, err := NewWriter(&buf, descS, []frames.ChannelDescriptor{c2}, WriterOptions{Compression: CompressZstd, BlockSize: 8 << 10, SegmentContent: content, Rand: detRand(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := []byte("y\n")
+	const n = 200_000 // 1.2 MiB of inner records, a few KiB compressed
+	for i := range n {
+		if err := w.WriteFrame(frames.Frame{Channel: 2, Position: frames.Position(i), Payload: line}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	var segments int
+	var size int64 // uncompressed content of the current segment
+	check := func() {
+		// The limit, and the block that crossed it.
+		if size > content+8<<10 {
+			t.Errorf("segment %d holds %d bytes of records uncompressed, SegmentContent %d", segments, size, content)
+		}
+	}
+	var seed uint32
+	for _, s := range spans(t, data) {
+		if s.header {
+			check()
+			segments++
+			size = 0
+			seed = headerSeed(t, data, s)
+			continue
+		}
+		rec, _, err := wireformat.ParseRecord(data[s.start:], seed, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Type == wireformat.TypeBlock {
+			content, err := wireformat.DecodeBlock(nil, rec.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			size += int64(len(content))
+		}
+	}
+	check()
+	if want := n * 4 / content; segments < want {
+		t.Errorf("%d bytes in %d segments, want at least %d", len(data), segments, want)
+	}
+	res, err := collect(NewReader(bytes.NewReader(data), ReaderOptions{}), -1)
+	if err != nil || len(res.corrupt) > 0 || len(res.entries) < n {
+		t.Fatalf("read back: %v, %v, %d entries", err, res.corrupt, len(res.entries))
+	}
+}
+
+// TestWriterRotationAge: a segment that has reached SegmentAge is ended
+// at the next flush (its summary is written), and the next record starts
+// a new one; the clock is the writer's Now.
+func TestWriterRotationAge(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	w, err := NewWriter(&buf, descS, []frames.ChannelDescriptor{c2}, WriterOptions{Rand: detRand(1), Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(pos frames.Position) {
+		t.Helper()
+		if err := w.WriteFrame(frames.Frame{Channel: 2, Position: pos, Payload: []byte("tick\n")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(0)
+	now = now.Add(DefaultSegmentAge - time.Second)
+	write(1)
+	if got := recordTypes(t, buf.Bytes()); got != "H HeaderCopy Frame Frame" {
+		t.Fatalf("before SegmentAge: %s", got)
+	}
+	now = now.Add(time.Second)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := recordTypes(t, buf.Bytes()); got != "H HeaderCopy Frame Frame SegmentSummary" {
+		t.Fatalf("at SegmentAge: %s", got)
+	}
+	now = now.Add(time.Hour) // idle: flushes write nothing more
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	write(2)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := recordTypes(t, buf.Bytes()); got != "H HeaderCopy Frame Frame SegmentSummary H HeaderCopy Frame StreamEnded SegmentSummary" {
+		t.Fatalf("after it: %s", got)
+	}
+	var seqs []uint64
+	for _, e := range readAll(t, buf.Bytes(), ReaderOptions{}).entries {
+		if e.Kind == EntrySegment {
+			seqs = append(seqs, e.Header.Seq)
+		}
+	}
+	if fmt.Sprint(seqs) != "[0 1]" {
+		t.Errorf("sequence numbers %v", seqs)
 	}
 }

@@ -28,8 +28,11 @@
 //     [AppendInnerFrame], [ParseInnerFrameBody]), SegmentSummary (JSON [Summary],
 //     the last record of a segment; [AppendSummary], [FindSummary]),
 //     Trimmed (uvarint trim horizon of a store; [AppendTrimmedBody],
-//     [ParseTrimmedBody]). Types 0x07–0x3F are reserved and 0x40–0x7F
-//     experimental: decoders return them so that readers can skip them.
+//     [ParseTrimmedBody]), HeaderCopy (the header's version and body again,
+//     right after it, to recover a damaged header; [AppendHeaderCopy],
+//     [ParseHeaderCopy], [HeaderFieldsSize]). Types 0x08–0x3F are reserved
+//     and 0x40–0x7F experimental: decoders return them so that readers can
+//     skip them.
 //   - A record that would contain the magic is stored escaped, so the magic
 //     appears in a capture only where a segment starts.
 //

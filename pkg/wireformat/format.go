@@ -15,10 +15,12 @@ const Magic = "\x89DSS\r\n\x1a\n"
 
 // Format version written by this package (ds-format(5) "VERSIONS"). A reader
 // refuses a segment whose major version is not MajorVersion and reads one of
-// any minor version, ignoring header-body bytes it does not know.
+// any minor version, ignoring header-body bytes it does not know. Minor
+// version 1 added the HeaderCopy record ([TypeHeaderCopy]); 1.0 readers skip
+// it as a reserved record.
 const (
 	MajorVersion = 1
-	MinorVersion = 0
+	MinorVersion = 1
 )
 
 // Sizes of the fixed parts of the format, in bytes.
@@ -62,7 +64,7 @@ const (
 // stored body is escaped; it is not part of the type.
 type RecordType uint8
 
-// Record types. 0x07–0x3F are reserved for future standard records and
+// Record types. 0x08–0x3F are reserved for future standard records and
 // 0x40–0x7F for private or experimental use; readers skip both by length.
 // 0x09, 0x0A, 0x0D and 0x1A are never assigned: see [RecordType.Valid].
 const (
@@ -73,8 +75,9 @@ const (
 	TypeBlock           RecordType = 0x04 // body: codec, uvarint size, compressed inner records
 	TypeSummary         RecordType = 0x05 // body: JSON Summary, the last record of a segment
 	TypeTrimmed         RecordType = 0x06 // body: uvarint H, the trim horizon of a store (ds-format(5) "Trimmed")
+	TypeHeaderCopy      RecordType = 0x07 // body: major, minor, the header body; right after the header (ds-format(5) "HeaderCopy")
 
-	FirstReservedType     RecordType = 0x07
+	FirstReservedType     RecordType = 0x08
 	FirstExperimentalType RecordType = 0x40
 	LastExperimentalType  RecordType = 0x7F
 )
@@ -100,12 +103,13 @@ func (t RecordType) Valid() bool {
 	return t <= LastExperimentalType
 }
 
-// Known reports whether t is one of the record types of format 1.0
-// (ChannelDeclared, Frame, StreamEnded, Block, SegmentSummary, Trimmed).
-func (t RecordType) Known() bool { return t >= TypeChannelDeclared && t <= TypeTrimmed }
+// Known reports whether t is one of the record types of format 1.1
+// (ChannelDeclared, Frame, StreamEnded, Block, SegmentSummary, Trimmed,
+// HeaderCopy).
+func (t RecordType) Known() bool { return t >= TypeChannelDeclared && t <= TypeHeaderCopy }
 
 // Reserved reports whether t is a valid type in the range reserved for
-// future standard records (0x07–0x3F). Readers report such records to their
+// future standard records (0x08–0x3F). Readers report such records to their
 // caller and skip them by length.
 func (t RecordType) Reserved() bool {
 	return t.Valid() && t >= FirstReservedType && t < FirstExperimentalType
@@ -117,9 +121,9 @@ func (t RecordType) Experimental() bool {
 	return t >= FirstExperimentalType && t <= LastExperimentalType
 }
 
-var typeNames = [...]string{"Invalid", "ChannelDeclared", "Frame", "StreamEnded", "Block", "SegmentSummary", "Trimmed"}
+var typeNames = [...]string{"Invalid", "ChannelDeclared", "Frame", "StreamEnded", "Block", "SegmentSummary", "Trimmed", "HeaderCopy"}
 
-// String returns the type's name, or "Reserved(0x07)" / "Experimental(0x40)"
+// String returns the type's name, or "Reserved(0x08)" / "Experimental(0x40)"
 // / "RecordType(0x89)".
 func (t RecordType) String() string {
 	h := strconv.FormatUint(uint64(t)|0x100, 16)[1:]

@@ -178,6 +178,14 @@ func parseHeaderBody(body []byte) (Header, error) {
 	if err != nil {
 		return Header{}, err
 	}
+	if len(catalog) > 64<<10 {
+		// A large catalog is decoded into a slice of its size: grown
+		// by append, a 16 MiB catalog's slice would hold its old copies
+		// too (about 20 MiB more at the peak).
+		if n := countElements(catalog); n <= len(catalog)/minDescriptorSize {
+			h.Channels = make([]frames.ChannelDescriptor, 0, n)
+		}
+	}
 	if err := json.Unmarshal(catalog, &h.Channels); err != nil {
 		return Header{}, fmt.Errorf("%w: header catalog: %w", ErrBadBody, err)
 	}
@@ -187,6 +195,137 @@ func parseHeaderBody(body []byte) (Header, error) {
 		}
 	}
 	return h, nil
+}
+
+// AppendHeaderCopy appends the HeaderCopy record (ds-format(5)
+// "HeaderCopy") of the encoded segment header header, as [AppendHeader]
+// made it: a record of type [TypeHeaderCopy] whose body is the header's
+// major and minor version bytes followed by its body (segment id, sequence
+// number, writer identity, stream descriptor, catalog), under the seed of
+// the header's own segment id. Writers put it right after the header, so
+// that a reader can recover the segment when the header is damaged. It
+// returns dst unchanged and an error wrapping [ErrTooLarge] when the
+// record's stored body would exceed [DefaultMaxRecordSize] (a header
+// larger than 4 MiB has no copy), or [ErrBadBody] when header is too short
+// to be a header.
+func AppendHeaderCopy(dst, header []byte) ([]byte, error) {
+	if len(header) < HeaderOverhead+8 {
+		return dst, fmt.Errorf("%w: segment header of %d bytes", ErrBadBody, len(header))
+	}
+	body := header[HeaderPrefixSize : len(header)-4]
+	if 2+len(body) > DefaultMaxRecordSize {
+		return dst, fmt.Errorf("%w: header copy of %d bytes (at most %d)", ErrTooLarge, 2+len(body), DefaultMaxRecordSize)
+	}
+	seed := Seed([8]byte(body[:8]))
+	start := len(dst)
+	dst = append(dst, byte(TypeHeaderCopy), 0, 0, 0, 0)
+	dst = append(dst, header[len(Magic):len(Magic)+2]...)
+	dst = append(dst, body...)
+	out, err := finishRecord(dst, start, seed)
+	if err != nil {
+		return dst[:start], err
+	}
+	return out, nil
+}
+
+// ParseHeaderCopy decodes the body of a HeaderCopy record (as
+// [ParseRecord] returns it, unescaped) into the header it copies, with
+// Major and Minor set from the copy. It returns an error wrapping
+// [ErrUnknownVersion] for a copy of another major version, and the
+// errors of [ParseHeader] for a body that does not decode. Checking that
+// the record's CRC holds under the seed of the copy's segment id is the
+// caller's job. The Header does not alias body.
+func ParseHeaderCopy(body []byte) (Header, error) {
+	if len(body) < 2 {
+		return Header{}, fmt.Errorf("%w: header copy of %d bytes", ErrBadBody, len(body))
+	}
+	if body[0] != MajorVersion {
+		return Header{}, versionError(body[0])
+	}
+	h, err := parseHeaderBody(body[2:])
+	if err != nil {
+		return Header{}, err
+	}
+	h.Major, h.Minor = body[0], body[1]
+	return h, nil
+}
+
+// HeaderFieldsSize returns the size in bytes of the fields this version
+// knows at the start of the header body b (segment id, sequence number,
+// writer identity, stream descriptor, catalog), judging by their own
+// length prefixes only: a reader whose header length field is damaged
+// finds where the body ends by it. If b ends first it returns
+// io.ErrUnexpectedEOF and a lower bound of the bytes it needs (more than
+// len(b)); a malformed varint is [ErrBadBody], and fields longer than
+// [MaxHeaderSize] are [ErrTooLarge]. The fields are not decoded.
+func HeaderFieldsSize(b []byte) (int, error) {
+	n := 8 // segment id
+	if len(b) < n {
+		return n, io.ErrUnexpectedEOF
+	}
+	for field := range 4 {
+		size, k := binary.Uvarint(b[n:])
+		if k == 0 {
+			return max(n+1, len(b)+1), io.ErrUnexpectedEOF
+		}
+		if k < 0 {
+			return 0, fmt.Errorf("%w: header field length", ErrBadBody)
+		}
+		n += k
+		if field > 0 {
+			if size > MaxHeaderSize {
+				return 0, fmt.Errorf("%w: header field of %d bytes", ErrTooLarge, size)
+			}
+			n += int(size)
+		}
+		if n > MaxHeaderSize {
+			return 0, fmt.Errorf("%w: header body of %d bytes (at most %d)", ErrTooLarge, n, MaxHeaderSize)
+		}
+		if n > len(b) {
+			return n, io.ErrUnexpectedEOF
+		}
+	}
+	return n, nil
+}
+
+// minDescriptorSize is a lower bound of the JSON size of a channel
+// descriptor as ds writes it, in bytes: a catalog whose elements are
+// smaller on average is decoded without a preallocated slice.
+const minDescriptorSize = 48
+
+// countElements returns the number of elements of the JSON array b,
+// counting the commas outside strings, objects and nested arrays; it
+// assumes b is a well-formed array and is only an estimate otherwise.
+func countElements(b []byte) int {
+	n, depth, inString, escaped, empty := 0, 0, false, false, true
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+		case c == ']' || c == '}':
+			depth--
+		case c == ',' && depth == 1:
+			n++
+		}
+		if depth >= 1 && c != ' ' && c != '\t' && c != '\n' && c != '\r' && !(depth == 1 && c == '[') {
+			empty = false
+		}
+	}
+	if empty {
+		return 0
+	}
+	return n + 1
 }
 
 // cutString splits a uvarint-length-prefixed field off b.

@@ -37,7 +37,7 @@ const exStreamJSON = `{"stream":{"node":"n1","life":7},"label":null,"origin":"Re
 func TestParseHeader(t *testing.T) {
 	label := "build"
 	full := Header{
-		Major: 1, SegmentID: [8]byte{9, 8, 7, 6, 5, 4, 3, 2}, Seq: 300, Writer: "ds test",
+		Major: 1, Minor: MinorVersion, SegmentID: [8]byte{9, 8, 7, 6, 5, 4, 3, 2}, Seq: 300, Writer: "ds test",
 		Stream: frames.StreamDescriptor{Stream: exStream, Label: &label, Origin: frames.OriginOrchestrator},
 		Channels: []frames.ChannelDescriptor{
 			exChannel,

@@ -48,7 +48,7 @@ func TestRecordTypeClasses(t *testing.T) {
 			t.Errorf("%v.Valid() = %v, want %v", typ, valid, wantValid)
 		}
 	}
-	for typ, want := range map[RecordType]string{TypeFrame: "Frame", TypeTrimmed: "Trimmed", 0x07: "Reserved(0x07)", TypeSummary: "SegmentSummary", 0x40: "Experimental(0x40)", 0x89: "RecordType(0x89)", 0x0A: "RecordType(0x0a)"} {
+	for typ, want := range map[RecordType]string{TypeFrame: "Frame", TypeTrimmed: "Trimmed", TypeHeaderCopy: "HeaderCopy", 0x08: "Reserved(0x08)", TypeSummary: "SegmentSummary", 0x40: "Experimental(0x40)", 0x89: "RecordType(0x89)", 0x0A: "RecordType(0x0a)"} {
 		if got := typ.String(); got != want {
 			t.Errorf("String() = %q, want %q", got, want)
 		}
