@@ -9,6 +9,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/sources"
+	"github.com/ds-telemetry/ds/pkg/viewer"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -66,20 +67,20 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 	if len(names) == 0 {
 		return usagef("no input given (name capture files, or - for stdin)")
 	}
-	var o outcome
+	var o sources.Outcome
 	names = expandNames(set, names, root.ErrWriter, &o) // a directory: its captures
 	// One capture is trusted to be in order, so that one whose head is
 	// missing is summarised from its summaries; copies in several inputs
 	// (or a pipe) are counted exactly, in any order.
 	info := views.NewInfo(0)
-	if len(names) > 1 || len(names) == 1 && (names[0] == "-" || outOfOrder(names[0])) {
+	if len(names) > 1 || len(names) == 1 && (names[0] == "-" || viewer.OutOfOrder(names[0])) {
 		info = views.NewExactInfo(0)
 	}
 	scanAll := c.Bool("scan")
 	for _, name := range names {
 		in, err := set.Open(ctx, name, root.Reader, false)
 		if err != nil {
-			o.fail(root.ErrWriter, err)
+			o.Fail(root.ErrWriter, err)
 			continue
 		}
 		info.File(in.Name)
@@ -97,10 +98,10 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 		}
 		in.Close()
 		if rep.Damaged {
-			o.damage()
+			o.Damage()
 		}
 		if err != nil && !errors.Is(err, context.Canceled) {
-			o.fail(root.ErrWriter, sources.InputError(name, err))
+			o.Fail(root.ErrWriter, sources.InputError(name, err))
 		}
 	}
 	var werr error
@@ -109,10 +110,10 @@ func infoAction(ctx context.Context, c *cli.Command) error {
 	} else {
 		werr = info.WriteText(root.Writer)
 	}
-	if werr != nil && !isEPIPE(werr) && !o.failedInput() {
+	if werr != nil && !isEPIPE(werr) && !o.FailedInput() {
 		return werr
 	}
-	return o.status()
+	return o.Err()
 }
 
 // infoFromEnd summarises a capture file from its end: the segments whose

@@ -216,14 +216,14 @@ func readWrapJob(c *cli.Command) (*wrapJob, error) {
 		}
 		// The host channels are registered before CMD starts, so that the
 		// first segment header names them.
-		warn := newHostWarnings(c.Root().ErrWriter, "--host: ", false)
-		chans, err := parseHostChannels(c.String("host-channels"))
+		warn := hostprobe.NewWarnings(c.Root().ErrWriter, "--host: ", false)
+		chans, err := hostprobe.ParseChannels(c.String("host-channels"))
 		if err != nil {
 			return nil, usagef("wrap: --host-channels: %v", err)
 		}
 		opts.Setup = func(e *frames.Endpoint) (err error) {
 			j.sampler, err = hostprobe.NewSampler(j.prober, e.Producer(), hostprobe.SamplerOptions{
-				Interval: c.Duration("host"), Channels: chans, OnError: warn.report,
+				Interval: c.Duration("host"), Channels: chans, OnError: warn.Report,
 			})
 			return err
 		}
@@ -245,7 +245,7 @@ func (j *wrapJob) run(ctx context.Context, stdin io.Reader, stdout, stderr io.Wr
 	hostCtx, stopHost := context.WithCancel(ctx)
 	defer stopHost()
 	if j.sampler != nil {
-		go func() { hostDone <- runSampler(hostCtx, j.sampler, j.prober, stderr) }()
+		go func() { hostDone <- hostprobe.RunBounded(hostCtx, j.sampler, j.prober, stderr) }()
 	} else {
 		hostDone <- nil
 	}
