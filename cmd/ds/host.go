@@ -172,19 +172,10 @@ func hostAction(ctx context.Context, c *cli.Command) error {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
-	copts, err := captureOptionsFrom(c)
+	copts, err := hostCaptureOptions(c)
 	if err != nil {
 		return err
 	}
-	// A few records per tick: a small queue, whose subscription (twice
-	// its size, allocated up front) the garbage collector need not scan.
-	copts.Queue = hostQueue
-	if copts.Label, err = emitLabel(c.String("label"), c.IsSet("label"), "host", c.Root().ErrWriter); err != nil {
-		return err
-	}
-	// The capture is drained after each sample (Kick); its own timer
-	// flushes a compressed capture and writes the health records.
-	copts.Poll = copts.Flush
 	stderr := c.Root().ErrWriter
 	warn := hostprobe.NewWarnings(stderr, "", c.Bool("gpu"))
 	sopts.OnError = warn.Report
@@ -222,6 +213,22 @@ func hostAction(ctx context.Context, c *cli.Command) error {
 		fmt.Fprintf(stderr, "ds: warning: %d host records were dropped: the capture %s could not keep up (ds log shows where)\n", n, cap.Name())
 	}
 	return hostResult(cap, cerr, runErr, stats, stderr)
+}
+
+// hostCaptureOptions reads ds host's capture flags.
+func hostCaptureOptions(c *cli.Command) (captureOptions, error) {
+	copts, err := captureOptionsFrom(c)
+	if err != nil {
+		return copts, err
+	}
+	// A few records per tick: a small queue, whose subscription (twice
+	// its size, allocated up front) the garbage collector need not scan.
+	copts.Queue = hostQueue
+	copts.Label, err = emitLabel(c.String("label"), c.IsSet("label"), "host", c.Root().ErrWriter)
+	// The capture is drained after each sample (Kick); its own timer
+	// flushes a compressed capture and writes the health records.
+	copts.Poll = copts.Flush
+	return copts, err
 }
 
 // hostResult returns ds host's error from the capture's (cerr) and the

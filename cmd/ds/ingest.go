@@ -190,7 +190,7 @@ func runIngest(ctx context.Context, st *segments.Store, names []string, stdin io
 		live := name == "-"
 		if live {
 			opts.Acked = func(c segments.Commit) {
-				fmt.Fprintf(stdout, "%s (input to byte %d)\n", ingestLine(c.Input, c.Frames, c.Duplicates, c.Conflicts, c.Trimmed), c.Offset)
+				fmt.Fprintf(stdout, "%s (input to byte %d)\n", segments.IngestLine(c.Input, c.Frames, c.Duplicates, c.Conflicts, c.Trimmed), c.Offset)
 			}
 		}
 		rep, err := st.Ingest(ctx, name, r, opts)
@@ -199,7 +199,7 @@ func runIngest(ctx context.Context, st *segments.Store, names []string, stdin io
 		}
 		interrupted := errors.Is(err, context.Canceled)
 		if !live || rep.Commits == 0 || interrupted {
-			line := ingestLine(name, rep.Frames, rep.Duplicates, rep.Conflicts, rep.Trimmed)
+			line := segments.IngestLine(name, rep.Frames, rep.Duplicates, rep.Conflicts, rep.Trimmed)
 			if interrupted {
 				if live && rep.Commits > 0 {
 					line += " in all"
@@ -245,13 +245,4 @@ func notStoredWhole(names []string, i int, live bool) []string {
 		return names[i:]
 	}
 	return names[i+1:]
-}
-
-// ingestLine is the acknowledgement line of what was stored from input.
-func ingestLine(input string, stored, dups, conflicts, trimmed uint64) string {
-	line := fmt.Sprintf("%s: %s stored, %s, %s", textfmt.Escape(input), textfmt.Nouns(stored, "frame"), textfmt.Nouns(dups, "duplicate"), textfmt.Nouns(conflicts, "conflict"))
-	if trimmed > 0 {
-		line += fmt.Sprintf(", %d below the trim horizon", trimmed)
-	}
-	return line
 }

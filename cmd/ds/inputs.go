@@ -4,10 +4,8 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"slices"
-	"syscall"
 
 	"github.com/urfave/cli/v3"
 
@@ -76,10 +74,7 @@ func scanInputs(ctx context.Context, set *sources.Set, names []string, stdin io.
 func newInputs(set *sources.Set, stdin io.Reader, stdout, stderr io.Writer) *viewer.Inputs {
 	return &viewer.Inputs{
 		Set: set, Stdin: stdin, Stdout: stdout, Stderr: stderr,
-		Interruptible: func(ctx context.Context) (context.Context, context.CancelFunc) {
-			return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-		},
-		ReadStats: os.Getenv("DS_READ_STATS") != "",
+		Interruptible: signalContext, ReadStats: os.Getenv("DS_READ_STATS") != "",
 	}
 }
 

@@ -132,7 +132,7 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 }
 
 // consumerAction is ds tail --consumer NAME STORE…: the checks of its
-// command line, then tailConsumer.
+// command line, then viewer.Inputs.Consumer.
 func consumerAction(ctx context.Context, set *sources.Set, c *cli.Command, opts views.LogOptions, names []string) error {
 	name := c.String("consumer")
 	switch {

@@ -474,3 +474,15 @@ func MergeSummary(r MergeReport, out string, recovering bool) string {
 	}
 	return s + ": " + strings.Join(parts, ", ")
 }
+
+// IngestLine is the acknowledgement line ds ingest and ds collect print
+// of what was stored from input: frames stored, duplicates and conflicts,
+// and those below the trim horizon (when any), the name escaped for a
+// terminal (textfmt.Escape), no newline.
+func IngestLine(input string, stored, dups, conflicts, trimmed uint64) string {
+	line := fmt.Sprintf("%s: %s stored, %s, %s", textfmt.Escape(input), textfmt.Nouns(stored, "frame"), textfmt.Nouns(dups, "duplicate"), textfmt.Nouns(conflicts, "conflict"))
+	if trimmed > 0 {
+		line += fmt.Sprintf(", %d below the trim horizon", trimmed)
+	}
+	return line
+}

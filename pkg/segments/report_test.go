@@ -52,3 +52,12 @@ func TestMergeSummary(t *testing.T) {
 		t.Errorf("recover: %q, want %q", got, want)
 	}
 }
+
+func TestIngestLine(t *testing.T) {
+	if got, want := IngestLine("a\x1b.dss", 2, 1, 0, 0), `a\x1b.dss: 2 frames stored, 1 duplicate, 0 conflicts`; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got, want := IngestLine("-", 1, 0, 1, 3), "-: 1 frame stored, 0 duplicates, 1 conflict, 3 below the trim horizon"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
