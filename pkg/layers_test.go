@@ -1,7 +1,7 @@
 // Package pkg_test enforces the package map of docs/ARCHITECTURE.md §1:
 //
 //	write path: proc, hostprobe → frames; cmd/ds → capture → segments → wireformat → frames
-//	read path:  cmd/ds → sources → segments; cmd/ds → views → segments → catalogfile → wireformat → frames
+//	read path:  cmd/ds → viewer → sources → segments; viewer → views → segments → catalogfile → wireformat → frames
 //	beside:     sources, cmd/ds → fleet → segments (NATS JetStream; views never import it)
 //	            textfmt (text for people) under everything, importing nothing
 //
@@ -31,13 +31,14 @@ var allowed = map[string][]string{
 	"textfmt":     {},
 	"wireformat":  {"pkg/frames", "github.com/klauspost/compress"},
 	"catalogfile": {"pkg/wireformat", "pkg/frames"},
-	"segments":    {"pkg/catalogfile", "pkg/wireformat", "pkg/frames", "github.com/klauspost/compress"},
+	"segments":    {"pkg/catalogfile", "pkg/wireformat", "pkg/frames", "pkg/textfmt", "github.com/klauspost/compress"},
 	"views":       {"pkg/segments", "pkg/catalogfile", "pkg/frames", "pkg/textfmt", "github.com/tidwall/gjson"},
 	"hostprobe":   {"pkg/frames"},
 	"proc":        {"pkg/frames", "github.com/creack/pty", "golang.org/x/sys"},
 	"fleet":       {"pkg/segments", "pkg/wireformat", "pkg/frames", "pkg/textfmt", "github.com/nats-io/nats.go", "github.com/nats-io/nats-server/v2"},
 	"capture":     {"pkg/segments", "pkg/wireformat", "pkg/frames"},
 	"sources":     {"pkg/segments", "pkg/fleet", "pkg/textfmt", "pkg/wireformat", "pkg/frames", "github.com/nats-io/nats.go"},
+	"viewer":      {"pkg/sources", "pkg/views", "pkg/segments", "pkg/fleet", "pkg/frames", "pkg/textfmt"},
 }
 
 // forbiddenStd lists standard packages (and everything below them) a
@@ -55,6 +56,7 @@ var forbiddenStd = map[string][]string{
 	"fleet":       {"os/exec", "flag"},
 	"capture":     {"os/exec", "flag", "net"},
 	"sources":     {"os/exec", "flag"},
+	"viewer":      {"os/exec", "flag"},
 	"textfmt":     {"os", "flag", "net", "syscall"},
 }
 

@@ -259,6 +259,13 @@ func runEmit(opts emitOptions, stdin io.Reader, stdout, stderr io.Writer, sigs <
 	if errors.Is(readErr, io.EOF) {
 		readErr = nil
 	}
+	return emitResult(cap, e, cerr, readErr, lost, lostBytes)
+}
+
+// emitResult returns ds emit's error from the capture's (cerr) and the
+// reader's (readErr), the lines refused and the frames lost (lost, of
+// lostBytes) or dropped: every one of them, joined.
+func emitResult(cap *capture.Capture, e *capture.Emitter, cerr, readErr error, lost, lostBytes int) error {
 	var errs []error
 	if cerr != nil && !(cap.ToStdout() && errors.Is(cerr, syscall.EPIPE)) {
 		errs = append(errs, fmt.Errorf("capture %s: %w; stdin was not recorded from then on", cap.Name(), cerr))

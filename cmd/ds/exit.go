@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"syscall"
+
+	"github.com/ds-telemetry/ds/pkg/sources"
 )
 
 // Exit statuses, part of the interface (man/ds.1 EXIT STATUS; ARCHITECTURE.md §1).
@@ -58,6 +60,10 @@ func exitCode(err error, stderr io.Writer) int {
 	var st *statusError
 	if errors.As(err, &st) {
 		return st.code
+	}
+	var se *sources.StatusError // the worst outcome of the inputs, reported
+	if errors.As(err, &se) {
+		return map[sources.Status]int{sources.Failed: exitFailure, sources.NotCapture: exitUsage, sources.Damaged: exitCorrupt}[se.Status]
 	}
 	var we *wrapError
 	if errors.As(err, &we) {

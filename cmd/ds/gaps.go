@@ -127,7 +127,7 @@ func gapsAction(ctx context.Context, c *cli.Command) error {
 		return ss.wrap(g.Input(in.Name, in.Live))
 	}, nil)
 	unmatched := ss.warn(root.ErrWriter)
-	var st *statusError
+	var st *sources.StatusError
 	if err != nil && !errors.As(err, &st) {
 		return err // a usage error: nothing was read
 	}

@@ -9,8 +9,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -174,22 +172,13 @@ func hostAction(ctx context.Context, c *cli.Command) error {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
-	copts, err := captureOptionsFrom(c)
+	copts, err := hostCaptureOptions(c)
 	if err != nil {
 		return err
 	}
-	// A few records per tick: a small queue, whose subscription (twice
-	// its size, allocated up front) the garbage collector need not scan.
-	copts.Queue = hostQueue
-	if copts.Label, err = emitLabel(c.String("label"), c.IsSet("label"), "host", c.Root().ErrWriter); err != nil {
-		return err
-	}
-	// The capture is drained after each sample (Kick); its own timer
-	// flushes a compressed capture and writes the health records.
-	copts.Poll = copts.Flush
 	stderr := c.Root().ErrWriter
-	warn := newHostWarnings(stderr, "", c.Bool("gpu"))
-	sopts.OnError = warn.report
+	warn := hostprobe.NewWarnings(stderr, "", c.Bool("gpu"))
+	sopts.OnError = warn.Report
 	var cap *capture.Capture
 	sopts.AfterTick = func() { cap.Kick() } // set before the sampler runs
 	var sampler *hostprobe.Sampler
@@ -215,15 +204,31 @@ func hostAction(ctx context.Context, c *cli.Command) error {
 	handled := make(chan struct{})
 	defer close(handled)
 	go stopOnSignal(sigs, stops, cap.Failed(), handled, cancel)
-	runErr := runSampler(runCtx, sampler, p, stderr)
+	runErr := hostprobe.RunBounded(runCtx, sampler, p, stderr)
 	cancel()
 	cerr := cap.Finish()
 	stats := sampler.Stats()
-	warn.summary(stats)
+	warn.Summary(stats)
 	if n := sampler.Dropped(); n > 0 {
 		fmt.Fprintf(stderr, "ds: warning: %d host records were dropped: the capture %s could not keep up (ds log shows where)\n", n, cap.Name())
 	}
 	return hostResult(cap, cerr, runErr, stats, stderr)
+}
+
+// hostCaptureOptions reads ds host's capture flags.
+func hostCaptureOptions(c *cli.Command) (captureOptions, error) {
+	copts, err := captureOptionsFrom(c)
+	if err != nil {
+		return copts, err
+	}
+	// A few records per tick: a small queue, whose subscription (twice
+	// its size, allocated up front) the garbage collector need not scan.
+	copts.Queue = hostQueue
+	copts.Label, err = emitLabel(c.String("label"), c.IsSet("label"), "host", c.Root().ErrWriter)
+	// The capture is drained after each sample (Kick); its own timer
+	// flushes a compressed capture and writes the health records.
+	copts.Poll = copts.Flush
+	return copts, err
 }
 
 // hostResult returns ds host's error from the capture's (cerr) and the
@@ -256,34 +261,6 @@ func hostResult(cap *capture.Capture, cerr, runErr error, stats []hostprobe.Chan
 		return errs[len(errs)-1]
 	}
 	return nil
-}
-
-// runSampler runs the sampler until it ends or ctx is done; then, should
-// a read never return (a --proc-root on a stuck mount: a FIFO, a hung
-// FUSE or NFS server), it waits at most the GPU timeout and 2 s more for
-// the sampler, and gives up on it, so that the capture still ends
-// cleanly (a late record is then refused by the ended stream, and
-// counted).
-func runSampler(ctx context.Context, s *hostprobe.Sampler, p *hostprobe.Prober, stderr io.Writer) error {
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	timeout := p.GPUTimeout
-	if timeout <= 0 {
-		timeout = hostprobe.DefaultGPUTimeout
-	}
-	grace := timeout + 2*time.Second
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(grace):
-		fmt.Fprintf(stderr, "ds: warning: a read of the host did not return within %v of the stop; the capture ends without it\n", grace)
-		return nil
-	}
 }
 
 // stopOnSignal cancels the run at the first of the stop signals stops
@@ -370,72 +347,4 @@ func hostOptions(c *cli.Command) (hostprobe.SamplerOptions, *hostprobe.Prober, e
 		return o, nil, usagef("host: --iface: %v", err)
 	}
 	return o, p, nil
-}
-
-// parseHostChannels reads a comma list of host channels (cpu, mem, net,
-// gpu; host.cpu and the other full names too).
-func parseHostChannels(list string) (hostprobe.Channels, error) {
-	var ch hostprobe.Channels
-	for _, name := range strings.Split(list, ",") {
-		switch strings.TrimPrefix(strings.TrimSpace(name), "host.") {
-		case "cpu":
-			ch.CPU = true
-		case "mem":
-			ch.Mem = true
-		case "net":
-			ch.Net = true
-		case "gpu":
-			ch.GPU = true
-		default:
-			return ch, fmt.Errorf("%q is not a host channel (want cpu, mem, net or gpu)", name)
-		}
-	}
-	return ch, nil
-}
-
-// hostWarnings says each sampling error on stderr once per channel and
-// message (a file that cannot be read fails every sample alike), and at
-// the end how many samples failed. A host without nvidia-smi is said only
-// when GPUs were asked for (--gpu): otherwise it is the common case.
-type hostWarnings struct {
-	mu       sync.Mutex
-	w        io.Writer
-	prefix   string
-	gpuAsked bool
-	said     map[string]bool
-}
-
-// maxHostWarnings bounds the distinct warnings said (messages can name
-// pids); later ones are only counted in the summary.
-const maxHostWarnings = 20
-
-func newHostWarnings(w io.Writer, prefix string, gpuAsked bool) *hostWarnings {
-	return &hostWarnings{w: w, prefix: prefix, gpuAsked: gpuAsked, said: map[string]bool{}}
-}
-
-func (h *hostWarnings) report(channel string, err error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if errors.Is(err, hostprobe.ErrNoGPU) {
-		if h.gpuAsked {
-			fmt.Fprintf(h.w, "ds: warning: %s%s: %v; recorded as unavailable, the other channels go on\n", h.prefix, channel, err)
-		}
-		return
-	}
-	key := channel + "\x00" + err.Error()
-	if h.said[key] || len(h.said) >= maxHostWarnings {
-		return
-	}
-	h.said[key] = true
-	fmt.Fprintf(h.w, "ds: warning: %s%s: %v (recorded; sampling goes on)\n", h.prefix, channel, err)
-}
-
-// summary says how many samples of each channel failed, from the
-// sampler's counts of error records, when any did more than once.
-func (h *hostWarnings) summary(stats []hostprobe.ChannelStats) {
-	for _, st := range stats {
-		if st.Errors > 1 {
-			fmt.Fprintf(h.w, "ds: warning: %s%s: %d samples failed (error records in the capture)\n", h.prefix, st.Channel, st.Errors)
-		}
-	}
 }

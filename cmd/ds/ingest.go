@@ -14,6 +14,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/sources"
 	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
@@ -170,18 +171,18 @@ func ingestAction(ctx context.Context, c *cli.Command) error {
 // an interruption (ctx) stops it after the input being read, with what
 // was read of it committed.
 func runIngest(ctx context.Context, st *segments.Store, names []string, stdin io.Reader, stdout, stderr io.Writer, opts segments.IngestOptions) error {
-	var o outcome
+	var o sources.Outcome
 	warn := func(err error) {
 		var ce *segments.CorruptError
 		if errors.As(err, &ce) {
-			o.damage()
+			o.Damage()
 		}
 		fmt.Fprintf(stderr, "ds: %s\n", textfmt.Escape(err.Error()))
 	}
 	for i, name := range names {
 		r, closer, err := segments.OpenDSSInput(name, stdin)
 		if err != nil {
-			o.fail(stderr, err)
+			o.Fail(stderr, err)
 			continue
 		}
 		opts := opts
@@ -189,7 +190,7 @@ func runIngest(ctx context.Context, st *segments.Store, names []string, stdin io
 		live := name == "-"
 		if live {
 			opts.Acked = func(c segments.Commit) {
-				fmt.Fprintf(stdout, "%s (input to byte %d)\n", ingestLine(c.Input, c.Frames, c.Duplicates, c.Conflicts, c.Trimmed), c.Offset)
+				fmt.Fprintf(stdout, "%s (input to byte %d)\n", segments.IngestLine(c.Input, c.Frames, c.Duplicates, c.Conflicts, c.Trimmed), c.Offset)
 			}
 		}
 		rep, err := st.Ingest(ctx, name, r, opts)
@@ -198,7 +199,7 @@ func runIngest(ctx context.Context, st *segments.Store, names []string, stdin io
 		}
 		interrupted := errors.Is(err, context.Canceled)
 		if !live || rep.Commits == 0 || interrupted {
-			line := ingestLine(name, rep.Frames, rep.Duplicates, rep.Conflicts, rep.Trimmed)
+			line := segments.IngestLine(name, rep.Frames, rep.Duplicates, rep.Conflicts, rep.Trimmed)
 			if interrupted {
 				if live && rep.Commits > 0 {
 					line += " in all"
@@ -208,12 +209,12 @@ func runIngest(ctx context.Context, st *segments.Store, names []string, stdin io
 			fmt.Fprintln(stdout, line)
 		}
 		if rep.Damaged {
-			o.damage()
+			o.Damage()
 		}
 		if err != nil && !interrupted {
 			// Ingest joins the errors of several streams: a line each.
 			for _, line := range strings.Split(err.Error(), "\n") {
-				o.fail(stderr, errors.New(textfmt.Escape(line)))
+				o.Fail(stderr, errors.New(textfmt.Escape(line)))
 			}
 		}
 		if interrupted || ctx.Err() != nil {
@@ -222,13 +223,13 @@ func runIngest(ctx context.Context, st *segments.Store, names []string, stdin io
 				break
 			}
 			fmt.Fprintf(stderr, "ds: interrupted: not stored whole: %s (ds ingest them again to store the rest)\n", strings.Join(rest, " "))
-			if err := o.status(); err != nil {
+			if err := o.Err(); err != nil {
 				return err
 			}
 			return &statusError{code: 128 + int(syscall.SIGINT)}
 		}
 	}
-	return o.status()
+	return o.Err()
 }
 
 // notStoredWhole returns, after an interruption while names[i] was read,
@@ -244,13 +245,4 @@ func notStoredWhole(names []string, i int, live bool) []string {
 		return names[i:]
 	}
 	return names[i+1:]
-}
-
-// ingestLine is the acknowledgement line of what was stored from input.
-func ingestLine(input string, stored, dups, conflicts, trimmed uint64) string {
-	line := fmt.Sprintf("%s: %s stored, %s, %s", textfmt.Escape(input), textfmt.Nouns(stored, "frame"), textfmt.Nouns(dups, "duplicate"), textfmt.Nouns(conflicts, "conflict"))
-	if trimmed > 0 {
-		line += fmt.Sprintf(", %d below the trim horizon", trimmed)
-	}
-	return line
 }

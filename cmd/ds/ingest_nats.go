@@ -116,7 +116,7 @@ func (r *natsReport) options(o fleet.IngestOptions) fleet.IngestOptions {
 	}
 	o.Stored = func(s fleet.IngestStats) {
 		last := r.last
-		line := ingestLine(r.display, s.Frames-last.Frames, s.Duplicates-last.Duplicates, s.Conflicts-last.Conflicts, 0)
+		line := segments.IngestLine(r.display, s.Frames-last.Frames, s.Duplicates-last.Duplicates, s.Conflicts-last.Conflicts, 0)
 		fmt.Fprintf(r.stdout, "%s (%s acknowledged)\n", line, textfmt.Nouns(s.Messages-last.Messages, "message"))
 		r.last = s
 	}
@@ -136,7 +136,7 @@ func (r *natsReport) finish(ctx context.Context, stats fleet.IngestStats, err er
 		return &safeError{text: textfmt.Escape(err.Error()), err: err}
 	}
 	if ctx.Err() != nil || stats.Batches == 0 {
-		line := ingestLine(r.display, stats.Frames, stats.Duplicates, stats.Conflicts, 0)
+		line := segments.IngestLine(r.display, stats.Frames, stats.Duplicates, stats.Conflicts, 0)
 		if stats.Batches > 0 {
 			line += " in all"
 		}

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/segments"
-	"github.com/ds-telemetry/ds/pkg/sources"
-	"github.com/ds-telemetry/ds/pkg/textfmt"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -161,7 +158,7 @@ func logAction(ctx context.Context, c *cli.Command) error {
 		return colorErr
 	}
 	root := c.Root()
-	p, err := printLog(ctx, set, c, opts, c.Args().Slice(), c.Bool("follow"))
+	p, err := newInputs(set, root.Reader, root.Writer, root.ErrWriter).Log(ctx, c.Args().Slice(), opts, c.Bool("follow"))
 	if p == nil {
 		return err
 	}
@@ -171,47 +168,6 @@ func logAction(ctx context.Context, c *cli.Command) error {
 		}
 	}
 	return err
-}
-
-// printLog prints the merged log of the named inputs as ds log does, with
-// its warnings, and returns the printer (nil when the output failed: a
-// closed pipe is then no error) and the worst outcome of the inputs.
-func printLog(ctx context.Context, set *sources.Set, c *cli.Command, opts views.LogOptions, names []string, follow bool) (*views.Printer, error) {
-	root := c.Root()
-	p := views.NewPrinter(root.Writer, opts)
-	expectStreams(set, p, names)
-	sink := views.NewLogSink(p, 0)
-	// sinkFor may run in another goroutine (a followed directory): it
-	// must not touch the shared sink.
-	err := scanInputs(ctx, set, names, root.Reader, root.ErrWriter, follow, func(in *sources.Input) segments.Sink {
-		return inputLogSink{sink, in.Name}
-	}, nil)
-	sink.A.Flush()
-	if cerr := p.Close(); cerr != nil {
-		if isEPIPE(cerr) {
-			return nil, err
-		}
-		return nil, cerr
-	}
-	if l := p.Losses(); opts.Format == views.FormatCat && l.Gaps+l.Drops+l.Transport > 0 {
-		warnCatLosses(root.ErrWriter, l)
-	}
-	warnSelection(root.ErrWriter, p)
-	return p, err
-}
-
-// inputLogSink is the log sink shared by merged inputs, as one input feeds
-// it: its damage lines name that input. The merge calls the sinks one at
-// a time.
-type inputLogSink struct {
-	*views.LogSink
-	name string
-}
-
-// Damage implements segments.Sink.
-func (s inputLogSink) Damage(offset, end int64, torn bool, err error) {
-	s.File = s.name
-	s.LogSink.Damage(offset, end, torn, err)
 }
 
 // readLogFormat reads the output format, time column and filters of ds log
@@ -264,25 +220,4 @@ func showCursor(w io.Writer, cur segments.Cursor, format views.LogFormat) error 
 		_, err = fmt.Fprintf(w, "-- cursor: %s\n", cur.String())
 	}
 	return err
-}
-
-// warnCatLosses says, in one line, that --cat output lacks frames that
-// ds log would have shown as gaps and drops: the losses of this input.
-// Transport losses (frames an output of the stream, ds wrap -o nats://…,
-// did not deliver) are no loss of this input: the copy that lacks them
-// has gaps there, and any other holds them. A second line notes them.
-func warnCatLosses(w io.Writer, l views.Losses) {
-	var parts []string
-	if l.Gaps > 0 {
-		parts = append(parts, fmt.Sprintf("%s (%s missing)", textfmt.Nouns(l.Gaps, "gap"), textfmt.Nouns(l.MissingFrames, "frame")))
-	}
-	if l.Drops > 0 {
-		parts = append(parts, fmt.Sprintf("%s dropped at the writer's queue in %s", textfmt.Nouns(l.DroppedFrames, "frame"), textfmt.Nouns(l.Drops, "place")))
-	}
-	if len(parts) > 0 {
-		fmt.Fprintf(w, "ds: warning: output incomplete: %s; ds log shows where\n", strings.Join(parts, ", "))
-	}
-	if l.Transport > 0 {
-		fmt.Fprintf(w, "ds: note: the stream records %s (%s not delivered by an output of it); ds log shows where\n", textfmt.Nouns(l.Transport, "transport loss"), textfmt.Nouns(l.UndeliveredFrames, "frame"))
-	}
 }

@@ -228,10 +228,10 @@ func (j *mergeJob) run(ctx context.Context, names []string) error {
 		// little cost.
 		debug.SetGCPercent(50)
 	}
-	var o outcome
+	var o sources.Outcome
 	names = expandNames(j.set, names, j.stderr, &o)
-	if o.failedInput() {
-		return o.status()
+	if o.FailedInput() {
+		return o.Err()
 	}
 	inputs, total := j.inputs(names)
 	out, file, err := createMergeOutput(j.out, j.overwrite, j.stdout)
@@ -283,7 +283,7 @@ func (j *mergeJob) watch(bar *mergeBar, n *mergeNotes) {
 		j.opts.Gap = func(s frames.StreamID, g segments.Gap) {
 			if n.lost++; n.lost <= maxLostLines {
 				bar.clear()
-				fmt.Fprintf(j.stderr, "ds: stream %s: %s lost (%s)\n", s, positionRun(g.From, g.To), textfmt.Nouns(g.Count, "frame"))
+				fmt.Fprintf(j.stderr, "ds: stream %s: %s lost (%s)\n", s, segments.RunText(g.From, g.To), textfmt.Nouns(g.Count, "frame"))
 			}
 		}
 	}
@@ -341,7 +341,7 @@ func (j *mergeJob) finish(rep segments.MergeReport, n mergeNotes) error {
 		fmt.Fprintf(j.stderr, "ds: %d damaged ranges in all\n", rep.DamageCount)
 	}
 	if !j.quiet {
-		fmt.Fprintln(j.stderr, j.summary(rep))
+		fmt.Fprintln(j.stderr, segments.MergeSummary(rep, j.out, j.recover))
 	}
 	if rep.Damaged || j.recover && (rep.Gaps > 0 || rep.Unknown > 0) {
 		return &statusError{code: exitCorrupt}
@@ -351,57 +351,6 @@ func (j *mergeJob) finish(rep segments.MergeReport, n mergeNotes) error {
 
 // maxLostLines bounds the lines ds recover prints about lost positions.
 const maxLostLines = 100
-
-// summary is the last line ds merge and ds recover print.
-func (j *mergeJob) summary(r segments.MergeReport) string {
-	to := j.out
-	if to == "-" {
-		to = "stdout"
-	}
-	verb := "merged"
-	if j.recover {
-		verb = "recovered"
-	}
-	s := fmt.Sprintf("ds: %s %s of %s from %s into %s", verb, textfmt.Nouns(r.Frames, "frame"), textfmt.Nouns(uint64(r.Streams), "stream"), textfmt.Nouns(uint64(r.Inputs), "input"), to)
-	var parts []string
-	if !j.recover || r.Duplicates > 0 {
-		parts = append(parts, textfmt.Nouns(r.Duplicates, "duplicate")+" collapsed")
-	}
-	if !j.recover || r.Conflicts > 0 {
-		parts = append(parts, textfmt.Nouns(r.Conflicts, "conflict"))
-	}
-	gaps := textfmt.Nouns(r.Gaps, "gap")
-	if r.Gaps > 0 {
-		gaps += fmt.Sprintf(" (%s missing)", textfmt.Nouns(r.Missing, "frame"))
-	}
-	parts = append(parts, gaps)
-	if r.Trimmed > 0 {
-		parts = append(parts, textfmt.Nouns(r.Trimmed, "frame")+" below a store's trim horizon dropped")
-	}
-	if r.SpilledFrames > 0 {
-		parts = append(parts, fmt.Sprintf("%s (%.1f MiB) sorted in temporary files", textfmt.Nouns(r.SpilledFrames, "frame"), float64(r.SpilledBytes)/(1<<20)))
-	}
-	if j.recover {
-		if r.Damaged {
-			parts = append(parts, textfmt.Nouns(uint64(r.DamageCount), "damaged range")+" skipped")
-		}
-		if r.Unknown > 0 {
-			parts = append(parts, textfmt.Nouns(r.Unknown, "record")+" of unknown types not kept")
-		}
-		if !r.Damaged && r.Gaps == 0 && r.Unknown == 0 {
-			parts = append(parts, "nothing lost")
-		}
-	}
-	return s + ": " + strings.Join(parts, ", ")
-}
-
-// positionRun returns "position 5" or "positions 5–9".
-func positionRun(from, to frames.Position) string {
-	if from == to {
-		return fmt.Sprintf("position %d", from)
-	}
-	return fmt.Sprintf("positions %d–%d", from, to)
-}
 
 // inputs returns the merge inputs of the names (expanded: files, store
 // streams, -) and their total size in bytes (-1 when one is unknown).

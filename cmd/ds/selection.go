@@ -130,21 +130,6 @@ func hasFlag(c *cli.Command, name string) bool {
 	return false
 }
 
-// warnSelection says on stderr which filters matched nothing in the inputs
-// and which streams could not be placed in time.
-func warnSelection(w io.Writer, p *views.Printer) {
-	if u := p.Unmatched(); len(u) > 0 {
-		fmt.Fprintf(w, "ds: nothing in the inputs matches %s\n", strings.Join(u, ", "))
-	}
-	if u := p.Untimed(); len(u) > 0 {
-		names := make([]string, len(u))
-		for i, s := range u {
-			names[i] = s.String()
-		}
-		fmt.Fprintf(w, "ds: warning: --since/--until: %s has no clock records before its frames; not shown\n", strings.Join(names, ", "))
-	}
-}
-
 // optionalValue is a flag value that may be given with or without a value
 // (--json, --json=frames; --time, --time=delta): without one it is "true".
 type optionalValue struct {

@@ -151,8 +151,8 @@ func seriesAction(ctx context.Context, c *cli.Command) error {
 // onlyDamaged reports whether scanInputs read every input (damaged or
 // not), so that what the inputs hold is known.
 func onlyDamaged(err error) bool {
-	var st *statusError
-	return err == nil || errors.As(err, &st) && st.code == exitCorrupt
+	var st *sources.StatusError
+	return err == nil || errors.As(err, &st) && st.Status == sources.Damaged
 }
 
 // noMatch is the error of a channel pattern that matched no channel,

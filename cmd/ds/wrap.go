@@ -216,14 +216,14 @@ func readWrapJob(c *cli.Command) (*wrapJob, error) {
 		}
 		// The host channels are registered before CMD starts, so that the
 		// first segment header names them.
-		warn := newHostWarnings(c.Root().ErrWriter, "--host: ", false)
-		chans, err := parseHostChannels(c.String("host-channels"))
+		warn := hostprobe.NewWarnings(c.Root().ErrWriter, "--host: ", false)
+		chans, err := hostprobe.ParseChannels(c.String("host-channels"))
 		if err != nil {
 			return nil, usagef("wrap: --host-channels: %v", err)
 		}
 		opts.Setup = func(e *frames.Endpoint) (err error) {
 			j.sampler, err = hostprobe.NewSampler(j.prober, e.Producer(), hostprobe.SamplerOptions{
-				Interval: c.Duration("host"), Channels: chans, OnError: warn.report,
+				Interval: c.Duration("host"), Channels: chans, OnError: warn.Report,
 			})
 			return err
 		}
@@ -245,27 +245,11 @@ func (j *wrapJob) run(ctx context.Context, stdin io.Reader, stdout, stderr io.Wr
 	hostCtx, stopHost := context.WithCancel(ctx)
 	defer stopHost()
 	if j.sampler != nil {
-		go func() { hostDone <- runSampler(hostCtx, j.sampler, j.prober, stderr) }()
+		go func() { hostDone <- hostprobe.RunBounded(hostCtx, j.sampler, j.prober, stderr) }()
 	} else {
 		hostDone <- nil
 	}
-	var producer proc.Producer = cap.Endpoint().Producer()
-	if j.opts.Backpressure {
-		producer = waitingProducer{cap.Endpoint().Producer(), cap.Finishing()}
-	}
-	popts := proc.Options{
-		Argv: j.argv, Label: j.label, Stdin: stdin, Producer: producer,
-		PTY: j.pty, Grace: j.grace, Alloc: capture.AllocPayload,
-	}
-	if !j.quiet {
-		popts.Stderr = stderr
-		if !cap.ToStdout() {
-			popts.Stdout = stdout
-		}
-	}
-	if cap.ToStdout() {
-		popts.StdoutGone = cap.StdoutGone
-	}
+	popts := j.procOptions(cap, stdin, stdout, stderr)
 	sigs := make(chan os.Signal, 8)
 	// SIGPIPE is caught too (proc does not forward it): a reader of ds's
 	// stdout that goes away (ds wrap … | head) must not kill ds before the
@@ -297,6 +281,28 @@ func (j *wrapJob) run(ctx context.Context, stdin io.Reader, stdout, stderr io.Wr
 	return nil
 }
 
+// procOptions are the options of CMD's run, recording into cap.
+func (j *wrapJob) procOptions(cap *capture.Capture, stdin io.Reader, stdout, stderr io.Writer) proc.Options {
+	var producer proc.Producer = cap.Endpoint().Producer()
+	if j.opts.Backpressure {
+		producer = capture.WaitingProducer{Producer: cap.Endpoint().Producer(), Stop: cap.Finishing()}
+	}
+	popts := proc.Options{
+		Argv: j.argv, Label: j.label, Stdin: stdin, Producer: producer,
+		PTY: j.pty, Grace: j.grace, Alloc: capture.AllocPayload,
+	}
+	if !j.quiet {
+		popts.Stderr = stderr
+		if !cap.ToStdout() {
+			popts.Stdout = stdout
+		}
+	}
+	if cap.ToStdout() {
+		popts.StdoutGone = cap.StdoutGone
+	}
+	return popts
+}
+
 // warnPassThrough says once on stderr that CMD's output could not all be
 // passed through (ds wrap > /dev/full, a closed stdout): without ds the
 // command would have seen the error itself. EPIPE is not said: the command
@@ -317,16 +323,3 @@ type wrapError struct{ err error }
 
 func (e *wrapError) Error() string { return e.err.Error() }
 func (e *wrapError) Unwrap() error { return e.err }
-
-// waitingProducer is ds wrap --backpressure's producer: a full queue makes
-// the capture reader wait for the next drain (and so the child, once its
-// pipe is full) instead of dropping. stop releases a waiter when the
-// capture ends.
-type waitingProducer struct {
-	frames.Producer
-	stop <-chan struct{}
-}
-
-func (p waitingProducer) SubmitBytes(ch frames.ChannelID, payload []byte) bool {
-	return p.SubmitWait(ch, payload, p.stop)
-}

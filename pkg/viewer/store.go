@@ -1,4 +1,4 @@
-package main
+package viewer
 
 import (
 	"context"
@@ -70,14 +70,15 @@ func followStore(ctx context.Context, in *sources.Input, rep *sources.DamageRepo
 	done(rep.Damaged, err)
 }
 
-// tailConsumer is ds tail --consumer NAME STORE…: everything after the
+// Consumer is ds tail --consumer NAME STORE… (dirs): everything after the
 // consumer's saved cursor (at most limit frames of each stream, unless
 // limit < 0), merged as ds log merges, then, once the output is written,
 // the cursor of what was printed saved in each store. With follow, it
 // then follows the stores, saving whenever the output goes quiet (and at
 // the end): at-least-once, as ds tail --cursor-file.
-func tailConsumer(ctx context.Context, set *sources.Set, name string, opts views.LogOptions, dirs []string, limit int, follow bool, stdin io.Reader, stdout, stderr io.Writer) error {
-	cons, start, err := set.OpenConsumer(name, dirs, stderr)
+func (r *Inputs) Consumer(ctx context.Context, name string, opts views.LogOptions, dirs []string, limit int, follow bool) error {
+	stdout, stderr := r.Stdout, r.Stderr
+	cons, start, err := r.Set.OpenConsumer(name, dirs, stderr)
 	if err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func tailConsumer(ctx context.Context, set *sources.Set, name string, opts views
 	}
 	opts.Select.After = after
 	p := views.NewPrinter(stdout, opts)
-	expectStreams(set, p, dirs)
+	r.ExpectStreams(p, dirs)
 	sink := views.NewLogSink(p, 0)
 	if limit > 0 {
 		old := sink.A
@@ -108,7 +109,7 @@ func tailConsumer(ctx context.Context, set *sources.Set, name string, opts views
 			saveErr = cons.SaveBefore(p.Cursor(), p.Holes())
 		}
 	}
-	err = scanInputs(ctx, set, dirs, stdin, stderr, follow, func(in *sources.Input) segments.Sink {
+	err = r.Scan(ctx, dirs, follow, func(in *sources.Input) segments.Sink {
 		s := segments.Sink(inputLogSink{sink, in.Name})
 		if follow {
 			s = quietSaver{s, save}
@@ -123,9 +124,9 @@ func tailConsumer(ctx context.Context, set *sources.Set, name string, opts views
 		return cerr
 	}
 	if l := p.Losses(); opts.Format == views.FormatCat && l.Gaps+l.Drops+l.Transport > 0 {
-		warnCatLosses(stderr, l)
+		WarnCatLosses(stderr, l)
 	}
-	warnSelection(stderr, p)
+	WarnSelection(stderr, p)
 	if saveErr != nil {
 		return saveErr
 	}

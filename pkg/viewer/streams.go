@@ -1,4 +1,4 @@
-package main
+package viewer
 
 import (
 	"bufio"
@@ -14,16 +14,16 @@ import (
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
-// expectStreams tells p which streams the inputs hold, as far as the
+// ExpectStreams tells p which streams the inputs hold, as far as the
 // segment headers of files say within a small budget of reads, so that
 // the stream column is on from the first line when there are several
 // (views.Printer.Expect). Stdin, pipes and inputs whose headers cannot all
 // be found cheaply leave the printer to turn the column on at the first
 // line of a second stream.
-func expectStreams(set *sources.Set, p *views.Printer, names []string) {
+func (r *Inputs) ExpectStreams(p *views.Printer, names []string) {
 	var ids []frames.StreamID
 	for _, name := range names {
-		found, ok := fileStreams(set, name)
+		found, ok := fileStreams(r.Set, name)
 		if !ok {
 			// Unknown: a column only if what is known already needs one.
 			if len(ids) > 1 {
@@ -40,7 +40,7 @@ func expectStreams(set *sources.Set, p *views.Printer, names []string) {
 	p.Expect(ids)
 }
 
-// streamsBudget bounds the bytes expectStreams reads from one input.
+// streamsBudget bounds the bytes ExpectStreams reads from one input.
 const streamsBudget = 4 << 20
 
 // fileStreams returns the streams of the segment headers of a capture file
@@ -74,11 +74,11 @@ func fileStreams(set *sources.Set, name string) (ids []frames.StreamID, ok bool)
 	return ids, ok
 }
 
-// fileCursor returns the last position of each stream of a capture file
+// FileCursor returns the last position of each stream of a capture file
 // (or directory) that the summaries of its segments give, within
 // streamsBudget of reads: the cursor of having read it all. Streams whose
 // segments have no summary are left out.
-func fileCursor(name string) segments.Cursor {
+func FileCursor(name string) segments.Cursor {
 	cur := segments.Cursor{}
 	walkSpans(name, func(sp segments.Span) {
 		if sp.Header == nil || sp.Summary == nil || sp.Summary.Last == nil {
@@ -170,13 +170,13 @@ func detectFile(path string) (format segments.InputFormat, ok bool) {
 	return format, err == nil
 }
 
-// outOfOrder reports whether a capture file holds a stream whose segments
+// OutOfOrder reports whether a capture file holds a stream whose segments
 // are not in position order in the file (cat b.dss a.dss, or copies
 // concatenated): its end is then not its stream's end, and what reads it
 // from its end (ds tail) or trusts its order (ds info) must read it whole
 // instead. It tells from the segment summaries found walking from the end
 // (within the walk's budget); when it cannot tell, it says false.
-func outOfOrder(name string) bool {
+func OutOfOrder(name string) bool {
 	type seg struct{ first, last frames.Position }
 	segs := map[frames.StreamID][]seg{} // from the end
 	if !walkSpans(name, func(sp segments.Span) {

@@ -1,0 +1,172 @@
+package viewer
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/sources"
+	"github.com/ds-telemetry/ds/pkg/views"
+)
+
+// Info is ds info (ds(1)): the summary of the named inputs (views.Info),
+// as text or, with asJSON, JSON, on r.Stdout. A DSS capture file is
+// summarised from its end (its segments' summaries) unless scanAll;
+// other inputs are read whole. One capture is trusted to be in order;
+// several inputs, stdin, or a file whose segments are out of order
+// (OutOfOrder) are counted exactly (views.NewExactInfo). It keeps going
+// past a bad input; the error is the output's (when every input was
+// read) or the inputs' worst outcome (*sources.StatusError).
+func (r *Inputs) Info(ctx context.Context, names []string, scanAll, asJSON bool) error {
+	var o sources.Outcome
+	names = r.Expand(names, &o) // a directory: its captures
+	// One capture is trusted to be in order, so that one whose head is
+	// missing is summarised from its summaries; copies in several inputs
+	// (or a pipe) are counted exactly, in any order.
+	info := views.NewInfo(0)
+	if len(names) > 1 || len(names) == 1 && (names[0] == "-" || OutOfOrder(names[0])) {
+		info = views.NewExactInfo(0)
+	}
+	for _, name := range names {
+		in, err := r.Set.Open(ctx, name, r.Stdin, false)
+		if err != nil {
+			o.Fail(r.Stderr, err)
+			continue
+		}
+		info.File(in.Name)
+		rep := in.Reporter(info, r.Stderr)
+		if in.File != nil && in.Size >= 0 && !scanAll && in.Format == segments.InputDSS {
+			err = infoFromEnd(ctx, in, info, rep)
+			info.FileSize(in.Size)
+		} else {
+			err = in.Scan(ctx, segments.ScanOptions{}, rep, r.Stderr)
+			size := in.Size
+			if size < 0 || in.Live {
+				size = in.BytesRead // stdin, a pipe, or a file still growing: what was read
+			}
+			info.FileSize(size)
+		}
+		in.Close()
+		if rep.Damaged {
+			o.Damage()
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			o.Fail(r.Stderr, sources.InputError(name, err))
+		}
+	}
+	var werr error
+	if asJSON {
+		werr = info.WriteJSON(r.Stdout)
+	} else {
+		werr = info.WriteText(r.Stdout)
+	}
+	if werr != nil && !isEPIPE(werr) && !o.FailedInput() {
+		return werr
+	}
+	return o.Err()
+}
+
+// infoFromEnd summarises a capture file from its end: the segments whose
+// summaries tell Info all it needs are taken from their headers and
+// summaries; the others (no summary, one that does not check, or one that
+// does not suffice) are read record by record, with their damage
+// reported. The walk from the end keeps only where each segment is; a
+// summarised segment's header and summary are read again, in file order,
+// when Info takes it. A capture of many small segments (captures of a few
+// frames, concatenated) is read record by record at once: its summaries
+// would save nothing.
+func infoFromEnd(ctx context.Context, in *sources.Input, info *views.Info, sink segments.Sink) error {
+	type place struct {
+		off, end   int64
+		summarised bool
+		span       *segments.Span // kept for the first keptSpans places
+	}
+	var places []place
+	w := segments.NewBackWalker(in.File, in.Size)
+	for {
+		sp, err := w.Prev()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		pl := place{sp.Offset, sp.End, sp.Header != nil && sp.Summary != nil, nil}
+		if pl.summarised && len(places) < keptSpans {
+			pl.span = &sp
+		}
+		places = append(places, pl)
+		if len(places) >= manySegments && in.Size/int64(len(places)) < smallSegment {
+			sr := io.NewSectionReader(in.File, 0, in.Size)
+			return segments.Scan(ctx, sr, segments.ScanOptions{}, sink)
+		}
+	}
+	// Segments that must be read are read in runs, one Scan each: damage
+	// at the end of a segment that more input follows is no torn tail.
+	scanFrom, scanTo := int64(-1), int64(-1)
+	flush := func() error {
+		if scanFrom < 0 {
+			return nil
+		}
+		sr := io.NewSectionReader(in.File, scanFrom, scanTo-scanFrom)
+		s := sink
+		if scanTo < in.Size {
+			s = notTorn{sink}
+		}
+		err := segments.Scan(ctx, sr, segments.ScanOptions{Offset: scanFrom}, s)
+		scanFrom = -1
+		return err
+	}
+	refused := 0 // summaries Info could not take: past a few, read the rest
+	for i := len(places) - 1; i >= 0; i-- {
+		p := places[i]
+		if p.summarised && refused < maxRefused {
+			sp, err := segments.Span{}, error(nil)
+			if p.span != nil {
+				sp = *p.span
+			} else if sp, err = segments.NewBackWalker(in.File, p.end).Prev(); err != nil {
+				return err
+			}
+			if sp.Offset == p.off && sp.Header != nil && sp.Summary != nil {
+				if err := flush(); err != nil {
+					return err
+				}
+				h := segments.SegmentHeader{Stream: sp.Header.Stream, Channels: sp.Header.Channels, Seq: sp.Header.Seq, Writer: sp.Header.Writer, Offset: sp.Offset}
+				if info.AddSummary(h, sp.Summary) {
+					continue
+				}
+				refused++
+			}
+		}
+		if scanFrom < 0 {
+			scanFrom = p.off
+		}
+		scanTo = p.end
+	}
+	return flush()
+}
+
+// notTorn is a sink of part of an input that more input follows: damage
+// at its end is no torn tail (the writer did not stop there for good), as
+// a reader of the whole input says.
+type notTorn struct{ segments.Sink }
+
+func (n notTorn) Damage(offset, end int64, torn bool, err error) {
+	n.Sink.Damage(offset, end, false, err)
+}
+
+// A capture whose first manySegments segments from its end average less
+// than smallSegment bytes is read record by record by ds info. The walk
+// keeps the headers and summaries of the last keptSpans segments (a few
+// MiB); the others it reads again.
+//
+// After maxRefused summaries that Info could not take (segments out of
+// order or repeated: copies of a capture concatenated), the rest of the
+// capture is read in one run.
+const (
+	maxRefused   = 8
+	manySegments = 1024
+	smallSegment = 64 << 10
+	keptSpans    = 4096
+)
