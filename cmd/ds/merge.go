@@ -358,7 +358,7 @@ func (j *mergeJob) inputs(names []string) ([]segments.MergeInput, int64) {
 	var ins []segments.MergeInput
 	total := int64(0)
 	for _, name := range names {
-		ins = append(ins, segments.MergeInput{Name: name, Open: func() (io.ReadCloser, error) { return openMergeInput(j.set, name, j.stdin) }, Store: j.set.IsStream(name)})
+		ins = append(ins, segments.MergeInput{Name: name, Open: func() (io.ReadCloser, error) { return j.set.OpenBytes(name, j.stdin) }, Store: j.set.IsStream(name)})
 		switch fi, err := os.Stat(name); {
 		case name == "-" || j.set.IsStream(name):
 			total = -1 // a pipe, or a store's stream: size unknown
@@ -367,30 +367,6 @@ func (j *mergeJob) inputs(names []string) ([]segments.MergeInput, int64) {
 		}
 	}
 	return ins, total
-}
-
-// openMergeInput opens an input of ds merge: "-" is stdin, a store
-// input's name its stream (sources.Set.Stream), anything else a file.
-func openMergeInput(set *sources.Set, name string, stdin io.Reader) (io.ReadCloser, error) {
-	if name == "-" {
-		return io.NopCloser(stdin), nil
-	}
-	if ref, ok := set.Stream(name); ok {
-		return ref.NewReader(), nil
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return nil, pe.Err // Merge names the input
-		}
-		return nil, err
-	}
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		f.Close()
-		return nil, errors.New("is a directory")
-	}
-	return f, nil
 }
 
 // createMergeOutput checks OUT and returns where the merge writes: stdout

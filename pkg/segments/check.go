@@ -9,7 +9,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync/atomic"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/wireformat"
@@ -353,23 +352,10 @@ type checkConflictKey struct {
 	a, b string // the two descriptors, described
 }
 
-// checkCounter counts the bytes read through it, safe to read while it
-// is read (ScanAny returns when ctx ends, its reader maybe in a read).
-type checkCounter struct {
-	r io.Reader
-	n atomic.Int64
-}
-
-func (c *checkCounter) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
-}
-
 // read reads the input to its end.
 func (ck *inputChecker) read(ctx context.Context, r io.Reader) error {
-	cr := &checkCounter{r: r}
-	defer func() { ck.rep.Bytes = cr.n.Load() }()
+	cr := &CountingReader{R: r}
+	defer func() { ck.rep.Bytes = cr.N() }()
 	if ck.opts.Sniff {
 		// Stdin or a pipe: a DSS capture is told by its magic; anything
 		// else goes to the importers, which tell the rest.

@@ -1,7 +1,11 @@
 package sources
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -200,4 +204,31 @@ func (w *StoreWatch) Poll() []string {
 		}
 	}
 	return names
+}
+
+// OpenBytes opens the bytes of input name for a reader that does its own
+// decoding (ds merge, which rebuilds streams by position): "-" is stdin,
+// a store input's name ([Set.Stream]) its stream's read-out, anything
+// else a file. An error of os.Open is returned without the path (the
+// caller names the input); a directory is an error.
+func (s *Set) OpenBytes(name string, stdin io.Reader) (io.ReadCloser, error) {
+	if name == "-" {
+		return io.NopCloser(stdin), nil
+	}
+	if ref, ok := s.Stream(name); ok {
+		return ref.NewReader(), nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, pe.Err
+		}
+		return nil, err
+	}
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		f.Close()
+		return nil, errors.New("is a directory")
+	}
+	return f, nil
 }
