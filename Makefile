@@ -8,7 +8,7 @@ FUZZTIME  ?= 30s
 # machine (a hang still fails, later).
 TESTTIMEOUT ?= 30m
 
-.PHONY: all build test fmt-check vet race scripts trials lint bench fuzz demo update tidy-check clean
+.PHONY: all build test fmt-check vet race scripts sweeps trials lint bench fuzz demo update tidy-check clean
 
 all: build
 
@@ -23,7 +23,7 @@ build:
 ## TEST_LINT=lint adds staticcheck after vet (make lint); CI runs make lint
 ## after make test (.ci/run).
 TEST_LINT ?=
-test: fmt-check vet tidy-check $(TEST_LINT) race scripts trials
+test: fmt-check vet tidy-check $(TEST_LINT) race scripts sweeps trials
 
 fmt-check:
 	@out="$$(gofmt -l . | grep -v '^testdata/' || true)"; \
@@ -41,6 +41,12 @@ race:
 ## under it, and the goroutines they drive are raced by the package tests.
 scripts:
 	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -run '^TestScript$$' ./cmd/ds
+
+## sweeps: the decoding sweeps of pkg/segments (every cut, every flipped
+## byte, every flipped header bit), without the race detector, which
+## slows them tenfold and has nothing to find in them (they skip under it).
+sweeps:
+	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -run 'Sweep|FlipEvery' ./pkg/segments
 
 ## trials: the 50 seeded kill -9 trials of ds ingest, without the race
 ## detector (under it, make race runs 10 of them).

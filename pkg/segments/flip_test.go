@@ -171,6 +171,7 @@ func spanKind(data []byte, sp []span, start int64) string {
 // header of each capture (with -short, the first only, and fewer other
 // bits); DS_FLIP_ALL=1 covers every header.
 func TestFlipEveryHeaderBit(t *testing.T) {
+	skipUnderRace(t)
 	for _, comp := range []Compression{CompressNone, CompressZstd} {
 		t.Run(comp.String(), func(t *testing.T) {
 			t.Parallel()

@@ -54,11 +54,23 @@ func spanEnds(sp []span) map[int64]int64 {
 	return m
 }
 
+// skipUnderRace skips a sweep under the race detector: the sweeps decode
+// one goroutine's input many thousand times, which the detector slows
+// tenfold and cannot fault (no goroutines are shared); make test runs
+// them without it (the sweeps step of the Makefile).
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("a decoding sweep: run without -race (make sweeps)")
+	}
+}
+
 // TestTruncationSweep cuts a valid capture at every length: the reader
 // returns every entry whose record is complete before the cut, and reports
 // a cut inside a header or record as a torn tail at that record's offset,
 // then io.EOF. Nothing else, no panic, no silent short read.
 func TestTruncationSweep(t *testing.T) {
+	skipUnderRace(t)
 	for _, cfg := range sweepConfigs {
 		t.Run(cfg.name, func(t *testing.T) {
 			data := sweepCapture(t, cfg.opts)
@@ -139,6 +151,7 @@ func sameEntry(a, b Entry) bool {
 // other frame unchanged and in order, reports a damaged range holding the
 // byte, and never yields a frame that was not written.
 func TestBitFlipSweep(t *testing.T) {
+	skipUnderRace(t)
 	damages := []struct {
 		name  string
 		apply func(byte) byte
