@@ -277,13 +277,13 @@ func (j *mergeJob) watch(bar *mergeBar, n *mergeNotes) {
 			}
 		}
 		bar.clear()
-		fmt.Fprintf(j.stderr, "ds: %v\n", err)
+		fmt.Fprintf(j.stderr, "ds: %s\n", textfmt.Escape(err.Error())) // names from input
 	}
 	if j.recover {
 		j.opts.Gap = func(s frames.StreamID, g segments.Gap) {
 			if n.lost++; n.lost <= maxLostLines {
 				bar.clear()
-				fmt.Fprintf(j.stderr, "ds: stream %s: %s lost (%s)\n", s, segments.RunText(g.From, g.To), textfmt.Nouns(g.Count, "frame"))
+				fmt.Fprintf(j.stderr, "ds: stream %s: %s lost (%s)\n", textfmt.Escape(s.String()), segments.RunText(g.From, g.To), textfmt.Nouns(g.Count, "frame"))
 			}
 		}
 	}

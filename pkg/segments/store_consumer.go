@@ -156,10 +156,15 @@ func (s *Store) Consumers() ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		if e.Type()&fs.ModeSymlink != 0 {
+			// A consumer ds trim --respect-consumers did not see would be
+			// passed: a link is refused, not skipped.
+			return nil, fmt.Errorf("%w: %s (ds never follows a link inside a store; remove it or copy what it points to)", ErrStoreLink, path)
+		}
 		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		path := filepath.Join(dir, e.Name())
 		b, err := storeReadSmall(path, storeMaxMetaSize)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
 )
 
 // outsideDir returns a directory beside the store holding one file,
@@ -123,6 +125,30 @@ func TestStoreRefusesLinks(t *testing.T) {
 			return p
 		}},
 	}
+	cases = append(cases, struct {
+		name string
+		link func(t *testing.T, s *Store, outside string) string
+	}{"a consumer file", func(t *testing.T, s *Store, outside string) string {
+		s2, err := OpenStore(s.Dir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s2.SaveConsumer("alerts", map[frames.StreamID]frames.Position{streamS: 2})
+		s2.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		consumers := filepath.Join(s.Dir(), "consumers")
+		names := listNames(t, consumers)
+		p := filepath.Join(consumers, names[0])
+		if err := os.Rename(p, filepath.Join(outside, names[0])); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(outside, names[0]), p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := stTrimStore(t)
@@ -145,6 +171,8 @@ func TestStoreRefusesLinks(t *testing.T) {
 				_, err = s.Trim(streamS, 5)
 				errs = append(errs, err)
 				_, err = s.TrimBytes(1)
+				errs = append(errs, err)
+				_, err = s.Consumers() // what ds trim --respect-consumers checks
 				errs = append(errs, err)
 				_, err = s.Ingest(t.Context(), "more", bytes.NewReader(stCapture(t, descS, stChans, stFrames(streamS, 20, 21), true)), IngestOptions{})
 				errs = append(errs, err)

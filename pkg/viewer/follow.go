@@ -13,6 +13,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/sources"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -250,7 +251,7 @@ func (o *tailOut) headerLocked(name string) error {
 		sep = ""
 	}
 	o.any, o.last = true, name
-	_, err := fmt.Fprintf(o.w, "%s==> %s <==\n", sep, name)
+	_, err := fmt.Fprintf(o.w, "%s==> %s <==\n", sep, textfmt.Quote(name))
 	return err
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/sources"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -87,7 +88,7 @@ func (r *Inputs) Tail(ctx context.Context, names []string, opts views.TailOption
 				sep = ""
 			}
 			headers++
-			if _, err := fmt.Fprintf(r.Stdout, "%s==> %s <==\n", sep, sources.InputName(name)); err != nil {
+			if _, err := fmt.Fprintf(r.Stdout, "%s==> %s <==\n", sep, textfmt.Quote(sources.InputName(name))); err != nil {
 				return quietEPIPE(err)
 			}
 		}
