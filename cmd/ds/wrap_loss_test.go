@@ -212,7 +212,18 @@ func TestWrapKillPrefix(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(time.Duration(100+rand.IntN(wait)) * time.Millisecond)
+			// The kill lands at a random moment of the run, not before ds
+			// made its file (a loaded machine can take seconds to start it).
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				if fi, err := os.Stat(capture); err == nil && fi.Size() > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatal("ds wrap made no capture file in 30 s")
+				}
+			}
+			time.Sleep(time.Duration(rand.IntN(wait)) * time.Millisecond)
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			_ = cmd.Wait()
 			kept, lost, _ := checkAccounted(t, capture, "proc.seq.stdout")

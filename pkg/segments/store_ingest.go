@@ -57,6 +57,12 @@ type IngestOptions struct {
 	// *FrameConflictError), each an error whose text starts with the
 	// input's name. Ingest goes on after each.
 	Warn func(error)
+	// Store says that the input is a store's read-out ([Store.OpenStream]),
+	// whose Trimmed records hide the frames below them (the store kept
+	// them in a chunk that straddles its horizon). In any other input (a
+	// capture file, a pipe) a Trimmed record is not this store's word and
+	// hides nothing: its frames are stored (ds-format(5) "Trimmed").
+	Store bool
 }
 
 // Commit is what one commit of [Store.Ingest] stored.
@@ -113,7 +119,8 @@ type ingestStream struct {
 	batch      []frames.Frame
 	ended      bool
 	// horizon is the highest Trimmed record of the input for the stream
-	// (an input read out of another store): frames below are dropped.
+	// when the input is another store's read-out (IngestOptions.Store):
+	// frames below are dropped.
 	horizon frames.Position
 	refused error // a catalog conflict: the stream's frames are dropped
 	// chunks are the chunks this ingest wrote, which stream.json's index
@@ -362,8 +369,10 @@ func (in *storeIngest) add(e *Entry) bool {
 		in.markPending()
 		return true
 	case EntryTrimmed:
-		st := in.stream(e.Stream)
-		st.horizon = max(st.horizon, e.Frame.Position)
+		if in.opts.Store {
+			st := in.stream(e.Stream)
+			st.horizon = max(st.horizon, e.Frame.Position)
+		}
 	}
 	return false
 }

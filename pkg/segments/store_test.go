@@ -935,12 +935,22 @@ func TestStoreReingestTrimmedReadOut(t *testing.T) {
 	data, _ := io.ReadAll(rc)
 	rc.Close()
 	s2 := stNewStore(t)
-	rep := stIngest(t, s2, "copy", data, nil)
-	if rep.Frames != 5 || rep.Trimmed != 2 {
-		t.Errorf("report %+v", rep)
+	rep, err := s2.Ingest(context.Background(), "copy", bytes.NewReader(data), IngestOptions{Store: true})
+	if err != nil || rep.Frames != 5 || rep.Trimmed != 2 {
+		t.Errorf("report %+v, %v", rep, err)
 	}
 	if got := stReadStream(t, s2, streamS); !slices.Equal(stPositions(got.frames), stRange(5, 9)) || got.horizon != 0 {
 		t.Errorf("copy holds %v (horizon %d)", stPositions(got.frames), got.horizon)
+	}
+
+	// The same bytes as a capture file (not a store's read-out): its
+	// Trimmed record is not this store's word and hides nothing.
+	s3 := stNewStore(t)
+	if rep := stIngest(t, s3, "capture", data, nil); rep.Frames != 7 || rep.Trimmed != 0 {
+		t.Errorf("capture file: report %+v, want the 7 frames it holds stored", rep)
+	}
+	if got := stReadStream(t, s3, streamS); !slices.Equal(stPositions(got.frames), stRange(3, 9)) {
+		t.Errorf("capture file: store holds %v", stPositions(got.frames))
 	}
 }
 
