@@ -18,12 +18,13 @@ build:
 ## test: formatting, vet, go.mod/go.sum tidy (the main module's and
 ## scripts/readbench's), then every test (unit, golden, fuzz seed
 ## corpora, property tests) under the race detector; the testscripts of
-## cmd/ds, which run ds as a process a few hundred times, and the 50
-## kill -9 trials of ds ingest without it (under it, make race runs 10).
+## cmd/ds, which run ds as a process a few hundred times, the decoding
+## sweeps of pkg/segments and the 50 kill -9 trials of ds ingest without
+## it (under it, make race runs 10 trials and skips the sweeps).
 ## TEST_LINT=lint adds staticcheck after vet (make lint); CI runs make lint
 ## after make test (.ci/run).
 TEST_LINT ?=
-test: fmt-check vet tidy-check $(TEST_LINT) race scripts sweeps trials
+test: fmt-check vet tidy-check $(TEST_LINT) race scripts trials
 
 fmt-check:
 	@out="$$(gofmt -l . | grep -v '^testdata/' || true)"; \
@@ -36,17 +37,18 @@ race:
 	$(GO) test -race -count=1 -timeout $(TESTTIMEOUT) $$($(GO) list $(PKGS) | grep -v '/cmd/ds$$')
 	$(GO) test -race -count=1 -timeout $(TESTTIMEOUT) -skip '^TestScript$$' ./cmd/ds
 
-## scripts: the end-to-end testscripts (cmd/ds/testdata/script), without
-## the race detector: each runs ds as a process, several times slower
-## under it, and the goroutines they drive are raced by the package tests.
+## scripts: the end-to-end testscripts (cmd/ds/testdata/script), and the
+## decoding sweeps of pkg/segments (every cut, every flipped byte, every
+## flipped header bit), in one go test run so that the two packages run
+## side by side: both without the race detector, which slows them several
+## times and has nothing to find in them (ds runs as a process; the sweeps
+## share no goroutines, and skip under it). make sweeps runs the sweeps
+## alone.
 scripts:
-	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -run '^TestScript$$' ./cmd/ds
+	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -run '^(TestScript|TestTruncationSweep|TestBitFlipSweep|TestFlipEveryHeaderBit)$$' ./cmd/ds ./pkg/segments
 
-## sweeps: the decoding sweeps of pkg/segments (every cut, every flipped
-## byte, every flipped header bit), without the race detector, which
-## slows them tenfold and has nothing to find in them (they skip under it).
 sweeps:
-	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -run 'Sweep|FlipEvery' ./pkg/segments
+	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -run '^(TestTruncationSweep|TestBitFlipSweep|TestFlipEveryHeaderBit)$$' ./pkg/segments
 
 ## trials: the 50 seeded kill -9 trials of ds ingest, without the race
 ## detector (under it, make race runs 10 of them).

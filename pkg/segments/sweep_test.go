@@ -57,11 +57,11 @@ func spanEnds(sp []span) map[int64]int64 {
 // skipUnderRace skips a sweep under the race detector: the sweeps decode
 // one goroutine's input many thousand times, which the detector slows
 // tenfold and cannot fault (no goroutines are shared); make test runs
-// them without it (the sweeps step of the Makefile).
+// them without it (make scripts, beside the testscripts).
 func skipUnderRace(t *testing.T) {
 	t.Helper()
 	if raceEnabled {
-		t.Skip("a decoding sweep: run without -race (make sweeps)")
+		t.Skip("a decoding sweep: run without -race (make scripts, make sweeps)")
 	}
 }
 
