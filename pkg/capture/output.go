@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
 // An Output is a further destination of a capture's stream beside its
@@ -151,14 +152,6 @@ func (c *Capture) reportOutput(rep OutputReport) {
 			fmt.Fprintf(c.warn, "ds:   … and %d more ranges\n", len(rep.Unrecorded)-i)
 			break
 		}
-		fmt.Fprintf(c.warn, "ds:   %s not delivered: %s\n", positionRun(l.From, l.To), l.Reason)
+		fmt.Fprintf(c.warn, "ds:   %s not delivered: %s\n", segments.RunText(l.From, l.To), l.Reason)
 	}
-}
-
-// positionRun returns "position 5" or "positions 5–9".
-func positionRun(from, to frames.Position) string {
-	if from == to {
-		return fmt.Sprintf("position %d", from)
-	}
-	return fmt.Sprintf("positions %d–%d", from, to)
 }
