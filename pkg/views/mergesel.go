@@ -2,7 +2,6 @@ package views
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
@@ -149,42 +148,13 @@ func (m *MergeSelection) frame(s frames.StreamID, d *frames.ChannelDescriptor, f
 // Bootstrap"): channel filters first, then stream filters, each in the
 // order given.
 func (m *MergeSelection) Unmatched() []string {
-	var none []string
-	s := &m.sel
-	for k, f := range s.Channels {
-		if !m.chanHit[k] {
-			name := f.Value
-			if f.Kind == frames.ChannelsPrefix {
-				name += "*"
-			}
-			none = append(none, "-c "+name)
+	nc := len(m.sel.Channels) + len(m.sel.Contents)
+	return m.sel.unmatchedFlags(func(i int) bool {
+		if i < nc {
+			return m.chanHit[i]
 		}
-	}
-	for k, c := range s.Contents {
-		if !m.chanHit[len(s.Channels)+k] {
-			none = append(none, "--content "+strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(c.String(), "Stream"), "Record")))
-		}
-	}
-	i := 0
-	for _, n := range s.Nodes {
-		if !m.streamHit[i] {
-			none = append(none, "--node "+string(n))
-		}
-		i++
-	}
-	for _, id := range s.Streams {
-		if !m.streamHit[i] {
-			none = append(none, "--stream "+id.String())
-		}
-		i++
-	}
-	for _, o := range s.Origins {
-		if !m.streamHit[i] {
-			none = append(none, "--origin "+o.String())
-		}
-		i++
-	}
-	return none
+		return m.streamHit[i-nc]
+	})
 }
 
 // Untimed returns, once the merge is done, the streams that Since or

@@ -131,41 +131,41 @@ func (s *selector) matchChannel(d frames.ChannelDescriptor) {
 // unmatched returns the filters that matched nothing, as the user would
 // spell them (see [Printer.Unmatched]).
 func (s *selector) unmatched() []string {
+	return s.Selection.unmatchedFlags(func(i int) bool { return s.matched[i] })
+}
+
+// unmatchedFlags spells, as the user typed them, the filters of s that
+// hit(i) says matched nothing: i counts the channel filters, then the
+// content, node, stream and origin filters, each in the order given
+// ("-c nosuch", "-c proc.*", "--content bytes", "--node n9", "--stream
+// n#1", "--origin Bootstrap").
+func (s *Selection) unmatchedFlags(hit func(i int) bool) []string {
 	var out []string
 	i := 0
-	for _, f := range s.Channels {
-		if !s.matched[i] {
-			name := f.Value
-			if f.Kind == frames.ChannelsPrefix {
-				name += "*"
-			}
-			out = append(out, "-c "+name)
+	add := func(flag string) {
+		if !hit(i) {
+			out = append(out, flag)
 		}
 		i++
+	}
+	for _, f := range s.Channels {
+		name := f.Value
+		if f.Kind == frames.ChannelsPrefix {
+			name += "*"
+		}
+		add("-c " + name)
 	}
 	for _, k := range s.Contents {
-		if !s.matched[i] {
-			out = append(out, "--content "+contentFlag(k))
-		}
-		i++
+		add("--content " + contentFlag(k))
 	}
 	for _, n := range s.Nodes {
-		if !s.matched[i] {
-			out = append(out, "--node "+string(n))
-		}
-		i++
+		add("--node " + string(n))
 	}
 	for _, id := range s.Streams {
-		if !s.matched[i] {
-			out = append(out, "--stream "+id.String())
-		}
-		i++
+		add("--stream " + id.String())
 	}
 	for _, o := range s.Origins {
-		if !s.matched[i] {
-			out = append(out, "--origin "+o.String())
-		}
-		i++
+		add("--origin " + o.String())
 	}
 	return out
 }
