@@ -105,7 +105,10 @@ complete lines may wait to be joined into one frame) after it was read.
 -o FILE never replaces an existing file: use --overwrite to replace it, or
 --append to add a stream to an existing capture. A capture that cannot be
 written is reported on stderr at once; CMD keeps running and passing its
-output through, and ds wrap exits 125 at the end.
+output through, and ds wrap exits 125 at the end. On a full file system
+the capture file keeps every frame that fit, whole and in order (it ends
+at a record boundary, as a capture that did not end; see "Full file
+system" in ds-format(5)); what came after is lost.
 
 Captures written to files are zstd-compressed by default (--compress
 auto); a capture written to stdout, a pipe or a device is not, unless

@@ -172,6 +172,7 @@ type Writer struct {
 	catalog []frames.ChannelDescriptor
 
 	buf       []byte          // encoded records not yet written to w
+	bufSeed   uint32          // CRC seed of the segment of buf's first record
 	block     []byte          // inner records of the open zstd block
 	blockNext frames.Position // position expected after the block's last frame
 	plainLen  int             // size of the open block's records if written plain
@@ -387,8 +388,11 @@ func (w *Writer) writeBuf() error {
 	if len(w.buf) == 0 || w.err != nil {
 		return w.err
 	}
-	_, err := w.w.Write(w.buf)
-	w.buf = w.buf[:0]
+	n, err := w.w.Write(w.buf)
+	if err != nil {
+		err = w.salvage(n, err) // a full file system keeps what fit
+	}
+	w.buf, w.bufSeed = w.buf[:0], w.seed
 	if err != nil {
 		w.err = fmt.Errorf("segments: write: %w", err)
 	}
