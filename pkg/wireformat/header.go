@@ -186,6 +186,10 @@ func parseHeaderBody(body []byte) (Header, error) {
 			h.Channels = make([]frames.ChannelDescriptor, 0, n)
 		}
 	}
+	if chans, ok := fastCatalog(h.Channels, catalog, h.Stream.Stream); ok {
+		h.Channels = chans
+		return h, nil
+	}
 	if err := json.Unmarshal(catalog, &h.Channels); err != nil {
 		return Header{}, fmt.Errorf("%w: header catalog: %w", ErrBadBody, err)
 	}
