@@ -216,6 +216,12 @@ func (w *BackWalker) headerAt(off, limit int64) (*wireformat.Header, int64, erro
 	}
 	b, err = w.read(w.hbuf, off, int(size))
 	w.hbuf = b[:0]
+	if cap(b) > 1<<20 {
+		// Kept for the next header, a 16 MiB one's buffer would be held
+		// beside the reader that reads its segment (the decoded header
+		// does not alias it).
+		w.hbuf = nil
+	}
 	if err != nil {
 		return nil, 0, err
 	}
