@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"syscall"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
@@ -61,6 +62,11 @@ func (w *Writer) salvage(n int, err error) error {
 	t, ok := w.w.(truncatable)
 	if !ok || !isFull(err) {
 		return err
+	}
+	if st, ok := w.w.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		if fi, serr := st.Stat(); serr != nil || !fi.Mode().IsRegular() {
+			return err // a device (/dev/full) or a pipe: nothing to cut back
+		}
 	}
 	end, serr := t.Seek(0, io.SeekEnd)
 	if serr != nil || end < int64(n) {
