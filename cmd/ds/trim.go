@@ -53,7 +53,11 @@ by: it is named on stderr and left alone.
 --keep-bytes N (suffixes K, M, G: KiB, MiB, GiB) trims until the store's
 chunk files take at most N bytes: whole chunk files go, each stream's
 lowest positions first, across streams the chunk written longest ago
-first (a stream's horizon rises past each chunk deleted).
+first (a stream's horizon rises past each chunk deleted). The newest
+chunk of a stream that has not ended is never deleted, as journalctl
+--vacuum-size removes only archived journal files: its writer may still
+add to it. When such chunks alone take more than N, ds trim says so on
+stderr and trims what it can.
 
 --stream NODE#LIFE (repeatable) trims only those streams (with --before;
 all streams by default). --respect-consumers refuses, before trimming
@@ -206,7 +210,11 @@ func runTrim(st *segments.Store, opts trimOptions, stdout, stderr io.Writer) err
 // by.
 func planTrim(st *segments.Store, opts trimOptions, stderr io.Writer) ([]segments.TrimReport, error) {
 	if opts.keepBytes >= 0 {
-		return st.PlanTrimBytes(opts.keepBytes)
+		plan, err := st.PlanTrimBytes(opts.keepBytes)
+		if err == nil && plan.Bytes > opts.keepBytes {
+			fmt.Fprintf(stderr, "ds: the store's chunk files take %s after the trim, over --keep-bytes %d: the newest chunk of a stream that has not ended (its writer may still add to it) and the record of a stream's end are never deleted\n", textfmt.Nouns(uint64(plan.Bytes), "byte"), opts.keepBytes)
+		}
+		return plan.Reports, err
 	}
 	b := opts.before
 	var overflow bool

@@ -593,7 +593,8 @@ func TestStoreTrimBytes(t *testing.T) {
 	}{{descS, stChans, 0}, {descS, stChans, 10}, {descT, chansT, 0}, {descS, stChans, 20}}
 	now := time.Now().Add(-time.Hour)
 	for i, st := range steps {
-		stIngest(t, s, "in", stCapture(t, st.desc, st.chans, big(st.desc.Stream, st.lo, st.lo+9), false), nil)
+		// T ends; S does not: S's newest chunk is never deleted.
+		stIngest(t, s, "in", stCapture(t, st.desc, st.chans, big(st.desc.Stream, st.lo, st.lo+9), st.desc.Stream == streamT), nil)
 		// Make the ages distinct whatever the file system's clock grain.
 		dir := filepath.Join(s.Dir(), "streams", StreamDirName(st.desc.Stream), "chunks")
 		entries, _ := os.ReadDir(dir)
@@ -614,20 +615,28 @@ func TestStoreTrimBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan) != 1 || plan[0] != (TrimReport{Stream: streamS, Before: 20, Frames: 20, Files: 2}) {
+	if len(plan.Reports) != 1 || plan.Reports[0] != (TrimReport{Stream: streamS, Before: 20, Frames: 20, Files: 2}) {
 		t.Fatalf("plan %+v", plan)
 	}
+	if plan.Bytes > total-chunk-chunk/2 || plan.Bytes < chunk {
+		t.Errorf("plan leaves %d bytes, want at most %d", plan.Bytes, total-chunk-chunk/2)
+	}
 	reps, err := s.TrimBytes(total - chunk - chunk/2)
-	if err != nil || !slices.Equal(reps, plan) {
+	if err != nil || !slices.Equal(reps, plan.Reports) {
 		t.Fatalf("TrimBytes %+v %v, plan was %+v", reps, err, plan)
 	}
-	// Keep less than a chunk: T 0–9 goes next, then S 20–29.
+	// Keep less than a chunk: T 0–9 goes (T ended); S 20–29, the newest
+	// chunk of a stream that has not ended, stays, whatever the budget.
 	reps, err = s.TrimBytes(chunk / 2)
-	if err != nil || len(reps) != 2 || reps[0] != (TrimReport{Stream: streamS, Before: 30, Frames: 10, Files: 1}) || reps[1] != (TrimReport{Stream: streamT, Before: 10, Frames: 10, Files: 1}) {
+	if err != nil || len(reps) != 1 || reps[0] != (TrimReport{Stream: streamT, Before: 10, Frames: 10, Files: 1}) {
 		t.Fatalf("TrimBytes to nothing: %+v %v", reps, err)
 	}
-	if reps, err := s.TrimBytes(0); err != nil || len(reps) != 0 {
-		t.Errorf("nothing left to trim: %+v %v", reps, err)
+	plan, err = s.PlanTrimBytes(0)
+	if err != nil || len(plan.Reports) != 0 || plan.Bytes < chunk/2 {
+		t.Errorf("nothing left to trim but the live chunk: %+v %v", plan, err)
+	}
+	if rd := stReadStream(t, s, streamS); len(rd.frames) != 10 || rd.frames[0].Position != 20 {
+		t.Errorf("S after the trims: %d frames, want 20–29", len(rd.frames))
 	}
 }
 

@@ -182,16 +182,19 @@ func (s *Store) keepEnd(st *storedStream, doomed []storeChunk) error {
 // bytes: it deletes whole chunks, the lowest positions of each stream
 // first (its horizon rising to one past the deleted chunk's last
 // position, which deletes every chunk below too), taking across streams
-// the chunk written longest ago (by modification time) first. It returns
-// a report for each stream it trimmed, sorted by stream. Chunks holding no
-// frame (a stream's end alone) are never deleted. It takes the store's
-// lock.
+// the chunk written longest ago (by modification time) first. It never
+// deletes the newest chunk of a stream that has not ended (its writer may
+// still be adding to it), as journalctl --vacuum-size removes archived
+// journal files only, never active ones: the store may then stay above
+// keep. Chunks holding no frame (a stream's end alone) are never deleted
+// either. It returns a report for each stream it trimmed, sorted by
+// stream. It takes the store's lock.
 func (s *Store) TrimBytes(keep int64) ([]TrimReport, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
 	defer s.unlock()
-	plan, err := s.planBytes(keep)
+	plan, _, err := s.planBytes(keep)
 	if err != nil {
 		return nil, err
 	}
@@ -206,27 +209,28 @@ func (s *Store) TrimBytes(keep int64) ([]TrimReport, error) {
 	return out, nil
 }
 
-// PlanTrimBytes returns what [Store.TrimBytes] would do, and does
+// PlanTrimBytes returns what [Store.TrimBytes] would do, with the bytes
+// the store's chunk files would then take (TrimPlan.Bytes), and does
 // nothing. It does not take the lock.
-func (s *Store) PlanTrimBytes(keep int64) ([]TrimReport, error) {
-	plan, err := s.planBytes(keep)
+func (s *Store) PlanTrimBytes(keep int64) (TrimPlan, error) {
+	plan, left, err := s.planBytes(keep)
 	if err != nil {
-		return nil, err
+		return TrimPlan{}, err
 	}
-	var out []TrimReport
+	out := TrimPlan{Bytes: left}
 	for _, p := range plan {
 		rep, err := s.trimLocked(p.Stream, p.Before, true)
 		if err != nil {
-			return nil, err
+			return TrimPlan{}, err
 		}
-		out = append(out, rep)
+		out.Reports = append(out.Reports, rep)
 	}
 	return out, nil
 }
 
 // planBytes chooses the horizons that TrimBytes(keep) raises, sorted by
-// stream.
-func (s *Store) planBytes(keep int64) ([]TrimReport, error) {
+// stream, and returns the bytes the chunk files take after them.
+func (s *Store) planBytes(keep int64) ([]TrimReport, int64, error) {
 	type chunk struct {
 		storeChunk
 		size  int64
@@ -235,12 +239,12 @@ func (s *Store) planBytes(keep int64) ([]TrimReport, error) {
 	type stream struct {
 		id      frames.StreamID
 		horizon frames.Position
-		chunks  []chunk // with frames, by first position
+		chunks  []chunk // with frames, by first position; a live stream's newest left out
 		moved   bool
 	}
 	stored, err := s.storedStreams()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var streams []*stream
 	var total int64
@@ -255,6 +259,9 @@ func (s *Store) planBytes(keep int64) ([]TrimReport, error) {
 			if !c.empty {
 				sm.chunks = append(sm.chunks, chunk{c, fi.Size(), fi.ModTime()})
 			}
+		}
+		if !st.meta.Ended && len(sm.chunks) > 0 {
+			sm.chunks = sm.chunks[:len(sm.chunks)-1] // the live stream's newest: kept
 		}
 		streams = append(streams, sm)
 	}
@@ -288,7 +295,7 @@ func (s *Store) planBytes(keep int64) ([]TrimReport, error) {
 			out = append(out, TrimReport{Stream: sm.id, Before: sm.horizon})
 		}
 	}
-	return out, nil
+	return out, total, nil
 }
 
 // TrimHead records that stream id's source retained it only from position

@@ -41,13 +41,18 @@ type TrimTime struct {
 	Offset    time.Duration
 }
 
-// TrimPlan is what [Store.PlanTrimBefore] would do: a report per stream
-// it would trim (in the order of TrimBefore.Streams, or of
-// [Store.Streams]), and, for a TrimTime, the streams left alone because
-// they hold no datastream.clock record to trim by.
+// TrimPlan is what [Store.PlanTrimBefore] or [Store.PlanTrimBytes] would
+// do: a report per stream it would trim (in the order of
+// TrimBefore.Streams, or of [Store.Streams]), and, for a TrimTime, the
+// streams left alone because they hold no datastream.clock record to trim
+// by.
 type TrimPlan struct {
 	Reports []TrimReport
 	Untimed []frames.StreamID
+	// Bytes, of PlanTrimBytes, is what the store's chunk files take once
+	// the plan is carried out: above the budget when the newest chunks of
+	// live streams, which are never deleted, take more.
+	Bytes int64
 }
 
 // noStreamError is a stream that a trim names and the store does not
