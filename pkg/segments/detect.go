@@ -172,10 +172,12 @@ const DetectWindow = DefaultSegmentSize + 2*wireformat.DefaultMaxRecordSize
 
 // midSegmentDSS reads br for a DSS capture read from the middle of a
 // segment: within the first DetectWindow bytes, a Magic followed by a
-// valid header (its CRC checks). It returns the bytes it read (up to and
-// including the start of that header, for the segment reader to report
-// the bytes before it as damage and read on) and true; false once
-// DetectWindow bytes or the end of input passed without one. It returns
+// valid header (its CRC checks), or, in an input shorter than that with
+// no header, a SegmentSummary record that ends it (the tail of a
+// one-segment capture). It returns the bytes it read (up to and including
+// the start of that header, for the segment reader to report the bytes
+// before it as damage and read on) and true; false once DetectWindow
+// bytes or the end of input passed without one. It returns
 // br's error other than the end of input.
 func midSegmentDSS(br *bufio.Reader) ([]byte, bool, error) {
 	const chunk = 1 << 20
@@ -214,7 +216,14 @@ func midSegmentDSS(br *bufio.Reader) ([]byte, bool, error) {
 			if err := ioErr(err); err != nil {
 				return nil, false, err
 			}
-			return b, false, nil
+			// No header at all, but the input ends as a DSS segment does,
+			// with its SegmentSummary (whose CRC holds under the seed of
+			// the segment id it names): the end of a one-segment capture
+			// read from its middle. Its frames cannot be named without
+			// the header; it is a capture all of whose bytes are damage,
+			// not text.
+			_, _, ok := wireformat.FindSummary(b)
+			return b, ok, nil
 		}
 		if searched >= DetectWindow {
 			return b, false, nil

@@ -466,6 +466,11 @@ func TestDetectMidSegment(t *testing.T) {
 	if got, err := Detect(bytes.NewReader(capture[cut:])); err != nil || got != InputDSS {
 		t.Errorf("from the middle: Detect = %v, %v; want DSS capture", got, err)
 	}
+	// From the middle of the last segment: no header follows, but the
+	// capture ends with the segment's summary. A capture all damage.
+	if got, err := Detect(bytes.NewReader(capture[(heads[len(heads)-1]+int64(len(capture)))/2:])); err != nil || got != InputDSS {
+		t.Errorf("from the middle of the last segment: Detect = %v, %v; want DSS capture", got, err)
+	}
 	noise := make([]byte, 1<<20)
 	for i := range noise {
 		noise[i] = byte(i*2654435761>>13) | 1 // odd bytes: never the magic, whose 'D' is even
