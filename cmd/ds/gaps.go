@@ -99,13 +99,14 @@ concern a whole stream or input, not a channel, so there is no -c;
 listed whatever they select).
 
 Exit status: 0, even when there are losses, unless --check is given:
-then 1 when there is any loss (a note is none), and 2 when --node,
---stream or --origin matched no stream (a mistyped name is no pass). An
-input that is damaged (a damaged range or a torn tail) gives 3 whatever
---check says; an input that cannot be read gives 1.`,
+then 4 when there is any loss or conflict (a note is none), and 2 when
+--node, --stream or --origin matched no stream (a mistyped name is no
+pass). An input that is damaged (a damaged range or a torn tail) gives 3
+whatever --check says; an input that cannot be read gives 1, one that is
+no capture 2 (the worst of these wins; any of them wins over 4).`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per loss"},
-			&cli.BoolFlag{Name: "check", Usage: "exit 1 when there is any loss (3 on damage still)"},
+			&cli.BoolFlag{Name: "check", Usage: "exit 4 when there is any loss or conflict (3 on damage still)"},
 		}, append(streamFlags(), natsFlags()...)...),
 		Action: gapsAction,
 	}
@@ -151,7 +152,7 @@ func gapsAction(ctx context.Context, c *cli.Command) error {
 		// A mistyped --node must not pass a CI check as "no loss".
 		return &statusError{code: exitUsage}
 	case c.Bool("check") && t.Losses() > 0:
-		return &statusError{code: exitFailure}
+		return &statusError{code: exitLoss}
 	}
 	return nil
 }
