@@ -62,6 +62,11 @@ or one of these notes, which tell what other copies of a stream lack:
    trimmed     positions a store trimmed (ds trim); in a capture file
                that holds a Trimmed record, positions below its horizon
                that the capture lacks
+   uncompared  copies of positions that could not be compared with
+               their first copy, read too long before (more than 16384
+               positions back, or past the 8 MiB that hashes may take):
+               taken for identical, though a conflict among them would
+               not be listed
 
 A copy a subscriber lost is either missing from the input, which then has
 a gap there, or missing from another output's copy only: no loss of this
@@ -74,7 +79,8 @@ transport loss at the first position it names, after a gap there).
 At most ` + strconv.Itoa(views.MaxListedFindings) + ` damaged ranges, gaps, drops, subscriber drops,
 conflicts and transport losses are listed; a "more" line counts the rest.
 When there are losses or notes, one line on stderr totals them: the
-losses, then after "noted:" the subscriber drops and transport losses.
+losses, then after "noted:" the subscriber drops, transport losses and
+copies not compared.
 
 --json prints one JSON object per line, in the shapes ds log --json gives
 losses: {"damage":{"file","offset","end","torn_tail","error"}},
@@ -86,7 +92,7 @@ losses: {"damage":{"file","offset","end","torn_tail","error"}},
 "frames"}]} ("from", the first health record, only when several were
 merged),
 "conflict":{"position","channel","channel_id"}, "unended":{"last_position"}
-(null without frames), "trim_shown":{"before","frames"}, "transport":{"output","from","to","frames",
+(null without frames), "trim_shown":{"before","frames"}, "uncompared":{"copies"}, "transport":{"output","from","to","frames",
 "reason","since_unix_ms","until_unix_ms"} (ms since the Unix epoch, 0
 when unknown), or "more":{"count"}.
 
