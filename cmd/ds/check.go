@@ -81,7 +81,8 @@ and per run of positions (at most 65536 runs per stream are kept: beyond,
 gaps are counted no more and the stream line says so).
 
 Exit status: 0 when every input is clean, 3 when any has a problem, 2 when
-an input is not a capture or the command line is wrong, 1 when an input
+an input is not a capture (a *.dss file of a directory named, too) or the
+command line is wrong, 1 when an input
 cannot be read (the worst wins).`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: `print one JSON object per line: each finding, then each stream, then ` +

@@ -95,7 +95,7 @@ var examples = map[string][]example{
 		{"ds gaps run.dss",
 			"Every loss in the inputs, each with its reason (a gap in the positions, frames dropped by the writer, damaged bytes):"},
 		{"ds gaps --check run.dss",
-			"In CI: exit 1 when anything of this input was lost, 0 otherwise:"},
+			"In CI: exit 4 when anything of this input was lost or conflicts, 0 otherwise:"},
 		{"ds gaps --json run.dss",
 			"The losses as NDJSON, one object per loss:"},
 	},

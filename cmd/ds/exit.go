@@ -16,6 +16,10 @@ const (
 	exitFailure = 1 // runtime or I/O failure
 	exitUsage   = 2 // bad command line
 	exitCorrupt = 3 // damaged or truncated input (data that was good is still printed)
+	// exitLoss says that the inputs read fine but show a loss or a
+	// conflict (ds gaps --check), which is no failure of ds: CI tells it
+	// from exitFailure. Damage (exitCorrupt) wins over it.
+	exitLoss = 4
 )
 
 // usageError is a bad command line: exit 2. cmd is the command whose help

@@ -62,6 +62,11 @@ or one of these notes, which tell what other copies of a stream lack:
    trimmed     positions a store trimmed (ds trim); in a capture file
                that holds a Trimmed record, positions below its horizon
                that the capture lacks
+   uncompared  copies of positions that could not be compared with
+               their first copy, read too long before (more than 16384
+               positions back, or past the 8 MiB that hashes may take):
+               taken for identical, though a conflict among them would
+               not be listed
 
 A copy a subscriber lost is either missing from the input, which then has
 a gap there, or missing from another output's copy only: no loss of this
@@ -74,7 +79,8 @@ transport loss at the first position it names, after a gap there).
 At most ` + strconv.Itoa(views.MaxListedFindings) + ` damaged ranges, gaps, drops, subscriber drops,
 conflicts and transport losses are listed; a "more" line counts the rest.
 When there are losses or notes, one line on stderr totals them: the
-losses, then after "noted:" the subscriber drops and transport losses.
+losses, then after "noted:" the subscriber drops, transport losses and
+copies not compared.
 
 --json prints one JSON object per line, in the shapes ds log --json gives
 losses: {"damage":{"file","offset","end","torn_tail","error"}},
@@ -86,7 +92,7 @@ losses: {"damage":{"file","offset","end","torn_tail","error"}},
 "frames"}]} ("from", the first health record, only when several were
 merged),
 "conflict":{"position","channel","channel_id"}, "unended":{"last_position"}
-(null without frames), "trim_shown":{"before","frames"}, "transport":{"output","from","to","frames",
+(null without frames), "trim_shown":{"before","frames"}, "uncompared":{"copies"}, "transport":{"output","from","to","frames",
 "reason","since_unix_ms","until_unix_ms"} (ms since the Unix epoch, 0
 when unknown), or "more":{"count"}.
 
@@ -99,13 +105,14 @@ concern a whole stream or input, not a channel, so there is no -c;
 listed whatever they select).
 
 Exit status: 0, even when there are losses, unless --check is given:
-then 1 when there is any loss (a note is none), and 2 when --node,
---stream or --origin matched no stream (a mistyped name is no pass). An
-input that is damaged (a damaged range or a torn tail) gives 3 whatever
---check says; an input that cannot be read gives 1.`,
+then 4 when there is any loss or conflict (a note is none), and 2 when
+--node, --stream or --origin matched no stream (a mistyped name is no
+pass). An input that is damaged (a damaged range or a torn tail) gives 3
+whatever --check says; an input that cannot be read gives 1, one that is
+no capture 2 (the worst of these wins; any of them wins over 4).`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per loss"},
-			&cli.BoolFlag{Name: "check", Usage: "exit 1 when there is any loss (3 on damage still)"},
+			&cli.BoolFlag{Name: "check", Usage: "exit 4 when there is any loss or conflict (3 on damage still)"},
 		}, append(streamFlags(), natsFlags()...)...),
 		Action: gapsAction,
 	}
@@ -151,7 +158,7 @@ func gapsAction(ctx context.Context, c *cli.Command) error {
 		// A mistyped --node must not pass a CI check as "no loss".
 		return &statusError{code: exitUsage}
 	case c.Bool("check") && t.Losses() > 0:
-		return &statusError{code: exitFailure}
+		return &statusError{code: exitLoss}
 	}
 	return nil
 }

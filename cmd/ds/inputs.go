@@ -32,7 +32,8 @@ const readMemoryLimit = 48 << 20
 // inputsHelp is the part of a view's description that says what its
 // inputs may be (see scanInputs).
 const inputsHelp = `Inputs are capture files, directories (every capture file in them, in
-name order; hidden files and other files are skipped), stores and - for
+name order; hidden files and other files are skipped, but a *.dss file
+that is no capture is refused as if named: exit 2), stores and - for
 stdin. A store (the directory ds ingest grows) is read as a capture of
 its streams: each stream is an input of its own, named "STORE
 (NODE#LIFE)", read whole, and what ds trim deleted of it is shown as

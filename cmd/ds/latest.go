@@ -92,6 +92,7 @@ func latestAction(ctx context.Context, c *cli.Command) error {
 	if werr := write(root.Writer, l.Entries()); werr != nil {
 		return writeErr(werr)
 	}
+	views.WarnCopies(root.ErrWriter, l.Copies(), "used")
 	if un := l.Unmatched(); len(un) > 0 && onlyDamaged(err) {
 		channels, more := l.Channels()
 		for _, p := range un[:len(un)-1] {

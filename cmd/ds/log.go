@@ -61,6 +61,16 @@ line tells what the network copy lacks. A record that does not decode
 names no loss. Gaps, drops and transport losses concern the whole
 stream, so they are shown whatever -c selects.
 
+A conflict, a different payload for a position already read (two
+captures of one stream that differ), is shown after the first copy,
+marked "[conflict: another payload was stored first]" ("conflict":true
+in --json; --cat leaves it out), and every stream's conflicts are counted
+on stderr, whatever -c shows: "ds: warning: stream N#L: 6 conflicts …".
+Copies are compared by a hash of each position's payload, kept for the
+last 16384 positions of a stream (8 MiB for all streams); a copy whose
+first was read longer before is counted on stderr as "not compared",
+never taken for identical silently.
+
 The writer's own channels (datastream.clock, datastream.health,
 datastream.transport) are hidden unless --all is given or -c names them;
 --all shows a health or transport record after the loss line it gives

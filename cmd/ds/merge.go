@@ -64,7 +64,8 @@ terminal). Inputs in position order, as captures are, stream through in
 bounded memory whatever their size; frames out of order are held in
 memory up to --memory and sorted on disk beyond (in $TMPDIR), as sort(1)
 does. Inputs are DSS capture files, directories (every capture file in
-them, in name order), stores (each stream of the store) and - for stdin.
+them, in name order; a *.dss file that is no capture is refused as if
+named: exit 2), stores (each stream of the store) and - for stdin.
 
 Filters cut the output down: --node, --stream and --origin select
 streams; -c/--channel (exact name, or prefix.*) and --content select

@@ -40,7 +40,11 @@ EXIT STATUS
    0  success
    1  runtime or I/O failure
    2  usage error
-   3  damaged or truncated input (everything readable is still printed)`
+   3  damaged or truncated input (everything readable is still printed)
+   4  the inputs read fine but show a loss or a conflict (ds gaps --check;
+      damage, 3, wins over it)
+ds wrap exits with its command's status instead (125: ds wrap's own
+failure).`
 
 // helpWidth is the width, in runes, that every help screen fits.
 const helpWidth = 80

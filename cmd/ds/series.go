@@ -136,6 +136,7 @@ func seriesAction(ctx context.Context, c *cli.Command) error {
 			return cerr
 		}
 	}
+	views.WarnCopies(root.ErrWriter, s.Copies(), "used")
 	st := s.Stats()
 	for _, sk := range st.Skipped {
 		fmt.Fprintf(root.ErrWriter, "ds: series: %s of %s not JSON, skipped\n", textfmt.Nouns(sk.Frames, "frame"), sk.Channel)

@@ -32,13 +32,17 @@ const (
 	// maxSpans bounds the runs of emitted positions remembered per stream
 	// (16 bytes each). Past it the oldest half is forgotten.
 	maxSpans = 1024
-	// maxRecent bounds the hashes of emitted frames kept per stream once
-	// the stream has shown disorder (24 bytes each).
-	maxRecent = 1024
-	// Each stream may remember freeSpans runs and freeRecent hashes; what
-	// streams remember beyond is bounded by maxHistory bytes in all: past
-	// it, a stream forgets its oldest runs instead of adding one, and its
-	// hashes do not grow.
+	// maxRecent bounds the hashes of emitted frames kept per stream
+	// (24 bytes each) when AssemblerOptions.Compare is 0: 16384, as ds
+	// merge keeps (MergeCompare), so that a view reading a merged capture
+	// compares every conflicting copy ds merge wrote (it comes less than
+	// that many positions after its first).
+	maxRecent = 1 << 14
+	// Each stream may remember freeSpans runs, and freeRecent hashes once
+	// it has shown disorder; what streams remember beyond (every hash of
+	// a stream in order) is bounded by maxHistory bytes in all: past it, a
+	// stream forgets its oldest runs instead of adding one, and its hashes
+	// do not grow (a stream in order then keeps only its last frame's).
 	freeSpans  = 8
 	freeRecent = 16
 	maxHistory = 8 << 20
@@ -160,10 +164,13 @@ type AssemblerOptions struct {
 	Eager bool
 	// Compare is how many of the last positions emitted of each stream
 	// keep a payload hash, from the stream's first frame, so that a copy
-	// arriving after its first was emitted is told identical or
-	// conflicting (ds merge sets it). 0 hashes only once a stream shows
-	// disorder, and keeps up to 1024. The history budget (8 MiB for all
-	// streams) bounds it either way.
+	// arriving after its first was emitted (the same stream in a second
+	// input, read after the first) is told identical or conflicting. 0
+	// means 16384 (MergeCompare). The history budget (8 MiB for all
+	// streams) bounds it: a stream that has shown no disorder keeps
+	// hashes only within it. With Compare set, every stream counts as
+	// disordered from its start: its first 16 hashes are free of the
+	// budget (ds merge sets it).
 	Compare int
 }
 
@@ -216,16 +223,26 @@ type AssemblerOptions struct {
 // Telling a conflict from an identical copy needs the earlier payload.
 // The assembler keeps, per stream, hashes of the channel and payload:
 //   - of the last frame emitted, so that a repeat of it (a copy right
-//     after its first, as ds merge writes a conflicting copy) is always
-//     compared;
+//     after its first) is always compared;
 //   - of every frame held back;
-//   - once the stream has shown disorder (or from its start, with
-//     AssemblerOptions.Compare), the hashes of the frames it emits from
-//     then on, for the last 1024 positions (Compare positions).
+//   - of the frames it emitted before the last, from its start, for the
+//     last 16384 positions (AssemblerOptions.Compare positions): so a
+//     copy from a second input read after the first (two captures of
+//     one stream, merged by time), or a conflicting copy that ds merge
+//     wrote after its first, is compared. These take 24 bytes each: a
+//     stream that has shown disorder (held frames, or a copy of a past
+//     position) keeps its first 16 whatever the budget; every other
+//     hash comes out of the history budget below, first come, first
+//     served, and a stream in order that finds it spent keeps only its
+//     last frame's (a capture of a million one-frame streams costs no
+//     more than before).
 //
-// A repeat of any other emitted position is counted as a duplicate in
-// StreamStats.Duplicates and in StreamStats.Uncompared: if its payload
-// differed, the conflict goes unseen. Hashes are 64-bit maphash values:
+// A repeat of any other emitted position (one whose hash was not kept,
+// or was forgotten, or one added by [Assembler.AddRun], which keeps
+// none) is counted as a duplicate in StreamStats.Duplicates and in
+// StreamStats.Uncompared: if its payload differed, the conflict went
+// unseen, and the views say how many copies they could not compare
+// rather than call them identical. Hashes are 64-bit maphash values:
 // two different payloads may collide, with probability 2⁻⁶⁴.
 //
 // # Memory
@@ -236,7 +253,8 @@ type AssemblerOptions struct {
 // in the spill file (about 100 bytes) and, while it is being read back,
 // a 16 KiB buffer (at most 128 such buffers at once), plus what streams
 // remember of their history: up to 8 runs (16 bytes each) and 16 hashes
-// (24 bytes each) per stream that had gaps or disorder, and beyond that a
+// (24 bytes each) per stream that had gaps or disorder, about 80 bytes
+// per stream of more than one frame that keeps hashes, and beyond that a
 // history budget of 8 MiB for all streams together. The work per frame is
 // O(log held), independent of position spans (ARCHITECTURE.md case 3.4:
 // positions 0 and 2^64−1).
@@ -451,7 +469,8 @@ func (x *heldFrame) less(y *heldFrame) bool {
 type history struct {
 	spans  []posSpan       // runs of emitted positions below run-1: ascending, disjoint, not adjacent
 	floor  frames.Position // positions below floor were forgotten
-	recent []recent        // by position % len: hashes of frames emitted since disorder
+	recent []recent        // by position % len: hashes of frames emitted before the last
+	free   int             // entries of recent free of the budget: freeRecent once the stream showed disorder
 	puts   int             // frames put in recent, for its growth
 	charge int             // bytes counted in Assembler.history
 }
@@ -716,6 +735,9 @@ func (a *Assembler) AddRun(s frames.StreamID, first, last frames.Position, bytes
 	if sb := st.soft(); first < sb {
 		st.oddStats().Shown += uint64(min(last, sb-1)-first) + 1
 	}
+	if st.flags&lastHashed != 0 && st.stats.Frames > 0 {
+		a.remember(st, st.stats.Last, st.lastHash) // it stays comparable
+	}
 	st.flags &^= lastHashed // nothing to compare with
 	st.stats.Frames += uint64(last-first) + 1
 	st.stats.Bytes += bytes
@@ -879,8 +901,10 @@ func (a *Assembler) emitFrame(st *assembly, f frames.Frame, hash uint64, hashed 
 	if !hashed {
 		hash = a.hashOf(f)
 	}
-	if st.flags&disorder != 0 {
-		a.remember(st, f.Position, hash)
+	if st.flags&lastHashed != 0 && st.stats.Frames > 0 {
+		// The frame emitted last leaves lastHash for the ring: every
+		// emitted frame's hash is kept, as far as the budget allows.
+		a.remember(st, st.stats.Last, st.lastHash)
 	}
 	st.lastHash = hash
 	st.flags |= lastHashed
@@ -900,11 +924,24 @@ func (a *Assembler) emitFrame(st *assembly, f frames.Frame, hash uint64, hashed 
 
 // remember keeps the hash of the frame emitted at pos, growing the ring of
 // recent hashes with the frames emitted, up to maxRecent (or
-// AssemblerOptions.Compare).
+// AssemblerOptions.Compare): the first freeRecent of a stream that has
+// shown disorder free, the others within the history budget (a stream
+// in order that finds the budget spent keeps none).
 func (a *Assembler) remember(st *assembly, pos frames.Position, hash uint64) {
+	free := 0
+	if st.flags&disorder != 0 {
+		free = freeRecent
+	}
+	if free == 0 && (st.hist == nil || len(st.hist.recent) == 0) && a.history+24*4 > a.maxHist {
+		return // in order, and no budget left for a ring
+	}
 	h := st.history()
+	if free > h.free {
+		h.free = free
+		a.recharge(h)
+	}
 	h.puts++
-	if n := max(4, 2*len(h.recent)); h.puts > len(h.recent) && n <= max(a.compare, 4) && (n <= freeRecent || a.history+24*(n-len(h.recent)) <= a.maxHist) {
+	if n := max(4, 2*len(h.recent)); h.puts > len(h.recent) && n <= max(a.compare, 4) && (n <= h.free || a.history+24*(n-max(len(h.recent), h.free)) <= a.maxHist) {
 		old := h.recent
 		h.recent = make([]recent, n)
 		for _, r := range old {
@@ -1013,7 +1050,7 @@ func (a *Assembler) trimSpans(h *history) {
 // recharge counts in a.history what h remembers beyond a stream's free
 // allowance.
 func (a *Assembler) recharge(h *history) {
-	c := 16*max(0, len(h.spans)-freeSpans) + 24*max(0, len(h.recent)-freeRecent)
+	c := 16*max(0, len(h.spans)-freeSpans) + 24*max(0, len(h.recent)-h.free)
 	a.history += c - h.charge
 	h.charge = c
 }

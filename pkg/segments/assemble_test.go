@@ -620,7 +620,7 @@ func TestAssemblerConflicts(t *testing.T) {
 		{"last frame, short, other", frameList{{0, "a"}, {0, "b"}}.frames(), 0, 0, 1},
 		{"last frame, long, other end", frameList{{0, long('x')}, {0, long('x') + "!"}}.frames(), 0, 0, 1},
 		{"last frame, long, other middle", frameList{{0, long('x')}, {0, long('y')}}.frames(), 0, 0, 1},
-		{"older frame before disorder: not compared", frameList{{0, "a"}, {1, "b"}, {0, "c"}}.frames(), 1, 1, 0},
+		{"older frame in order: compared", frameList{{0, "a"}, {1, "b"}, {0, "c"}, {0, "a"}}.frames(), 1, 0, 1},
 		{"older frame after disorder", frameList{{0, "a"}, {2, "c"}, {1, "b"}, {3, "d"}, {1, "b"}, {2, "x"}, {1, "y"}}.frames(), 1, 0, 2},
 		{"after a repeat, emitted frames are hashed", frameList{{0, "a"}, {0, "a"}, {1, "b"}, {2, "c"}, {1, "x"}, {1, "b"}}.frames(), 2, 0, 1},
 		{"held copies", frameList{{2, "a"}, {2, "a"}, {2, "b"}}.frames(), 1, 0, 1},
@@ -637,6 +637,64 @@ func TestAssemblerConflicts(t *testing.T) {
 				t.Fatalf("duplicates %d (uncompared %d), conflicts %d; want %d (%d), %d", st.Duplicates, st.Uncompared, st.Conflicts, tt.dups, tt.uncompared, tt.confl)
 			}
 		})
+	}
+}
+
+// Two copies of a stream read one after the other (two inputs): the
+// second's copies are compared with the first's frames, all emitted
+// before they arrive (issue 22), up to the hashes kept; past the history
+// budget a stream in order keeps only its last frame's hash, and its
+// copies are counted not compared, never conflicts silently lost.
+func TestAssemblerComparesSecondInput(t *testing.T) {
+	const n = 100
+	add := func(a *Assembler) {
+		for i := range n {
+			a.Add(S, fr(uint64(i), fmt.Sprint("one ", i)))
+		}
+		for i := range n {
+			p := fmt.Sprint("one ", i)
+			if i%10 == 3 {
+				p = fmt.Sprint("two ", i)
+			}
+			a.Add(S, fr(uint64(i), p))
+		}
+		a.Flush()
+	}
+	a, items := collectItems(AssemblerOptions{})
+	add(a)
+	st := a.Stats(S)
+	if st.Conflicts != 10 || st.Duplicates != n-10 || st.Uncompared != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	confl := 0
+	for _, it := range *items {
+		if it.Kind == ItemConflict {
+			confl++
+		}
+	}
+	if confl != 10 {
+		t.Fatalf("%d ItemConflict, want 10", confl)
+	}
+
+	// The budget spent: nothing kept but the last frame's hash.
+	a, _ = collectItems(AssemblerOptions{})
+	a.maxHist = 0
+	add(a)
+	st = a.Stats(S)
+	if st.Conflicts != 0 || st.Duplicates != n || st.Uncompared != n-1 {
+		t.Fatalf("no budget: stats %+v", st)
+	}
+	if a.history != 0 {
+		t.Fatalf("history %d bytes past a budget of 0", a.history)
+	}
+
+	// A ring smaller than the stream: the copies of positions it forgot
+	// are not compared.
+	a, _ = collectItems(AssemblerOptions{Compare: 16})
+	add(a)
+	st = a.Stats(S)
+	if st.Conflicts+st.Duplicates != n || st.Uncompared != n-17 || st.Conflicts != 2 {
+		t.Fatalf("Compare 16: stats %+v", st)
 	}
 }
 

@@ -17,7 +17,10 @@ import (
 // Expand replaces each directory among names by the capture files in it,
 // in name order (not recursive; hidden files and files that are not
 // captures are skipped, and a directory without any is named on warn:
-// "ds: DIR: no capture in this directory"), and each store ([IsStore]) by
+// "ds: DIR: no capture in this directory"; but a file named *.dss, the
+// name of a capture, is kept whatever it holds, so that [Set.Open]
+// refuses one that is no capture as it would if it were named: exit 2,
+// never a silent skip), and each store ([IsStore]) by
 // the inputs of its streams ([Set.ExpandStore]); other names are kept as
 // they are ([Set.Open] says what is wrong with them). With follow, it
 // also returns the directories and stores to watch for new inputs
@@ -75,8 +78,9 @@ func (d *dirWatch) Poll() []string {
 
 // list returns the capture files of the directory it has not listed
 // before, in name order: regular files (or links to them) whose name does
-// not start with a dot, that are empty or hold a format ds reads. With
-// waitEmpty, an empty file is left for a later listing.
+// not start with a dot, that are empty, hold a format ds reads or are
+// named *.dss (whatever they hold: opening one that is no capture says
+// so). With waitEmpty, an empty file is left for a later listing.
 func (d *dirWatch) list(waitEmpty bool) ([]string, error) {
 	entries, err := os.ReadDir(d.dir)
 	if err != nil {
@@ -98,12 +102,17 @@ func (d *dirWatch) list(waitEmpty bool) ([]string, error) {
 			continue
 		}
 		d.known[name] = true
-		if isCapture(path) {
+		if strings.HasSuffix(name, CaptureExt) || isCapture(path) {
 			found = append(found, path)
 		}
 	}
 	return found, nil
 }
+
+// CaptureExt is the file name extension of a capture (ds wrap -o DIR
+// names its files so): a directory's file so named is an input whatever
+// it holds ([Set.Expand]).
+const CaptureExt = ".dss"
 
 // isCapture reports whether the file at path holds a format ds reads (or
 // cannot be read: opening it again will say why).

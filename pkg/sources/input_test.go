@@ -60,12 +60,13 @@ func TestOpen(t *testing.T) {
 	}
 }
 
-// TestExpandDir: a directory stands for its capture files in name order;
-// one without any is said on warn.
+// TestExpandDir: a directory stands for its capture files in name order,
+// and its *.dss files whatever they hold (Open refuses one that is no
+// capture, issue 22 item 6); one without any is said on warn.
 func TestExpandDir(t *testing.T) {
 	dir := t.TempDir()
 	data := storeCapture(t, frames.StreamID{Node: "n", Life: 1}, 0, 0)
-	for name, b := range map[string][]byte{"b.dss": data, "a.dss": data, ".hidden.dss": data, "notes.txt": []byte("not a capture at all\n"), "empty": nil} {
+	for name, b := range map[string][]byte{"b.dss": data, "a.dss": data, ".hidden.dss": data, "notes.txt": []byte("not a capture at all\n"), "junk.dss": []byte("not a capture at all\n"), "empty": nil} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +75,7 @@ func TestExpandDir(t *testing.T) {
 	var warn bytes.Buffer
 	fail := func(err error) { t.Errorf("failed: %v", err) }
 	paths, watches := NewSet(Options{}).Expand([]string{dir, "-", empty}, true, &warn, fail)
-	want := []string{filepath.Join(dir, "a.dss"), filepath.Join(dir, "b.dss"), filepath.Join(dir, "empty"), "-"}
+	want := []string{filepath.Join(dir, "a.dss"), filepath.Join(dir, "b.dss"), filepath.Join(dir, "empty"), filepath.Join(dir, "junk.dss"), "-"}
 	if strings.Join(paths, "|") != strings.Join(want, "|") {
 		t.Errorf("paths %q, want %q", paths, want)
 	}

@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
+	"os"
+	"slices"
+	"sort"
 
+	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/sources"
 	"github.com/ds-telemetry/ds/pkg/views"
@@ -28,7 +33,8 @@ func (r *Inputs) Info(ctx context.Context, names []string, scanAll, asJSON bool)
 	if len(names) > 1 || len(names) == 1 && (names[0] == "-" || OutOfOrder(names[0])) {
 		info = views.NewExactInfo(0)
 	}
-	for _, name := range names {
+	later := r.laterRanges(ctx, names, scanAll)
+	for i, name := range names {
 		in, err := r.Set.Open(ctx, name, r.Stdin, false)
 		if err != nil {
 			o.Fail(r.Stderr, err)
@@ -37,7 +43,7 @@ func (r *Inputs) Info(ctx context.Context, names []string, scanAll, asJSON bool)
 		info.File(in.Name)
 		rep := in.Reporter(info, r.Stderr)
 		if in.File != nil && in.Size >= 0 && !scanAll && in.Format == segments.InputDSS {
-			err = infoFromEnd(ctx, in, info, rep)
+			err = infoFromEnd(ctx, in, info, rep, later[i])
 			info.FileSize(in.Size)
 		} else {
 			err = in.Scan(ctx, segments.ScanOptions{}, rep, r.Stderr)
@@ -69,14 +75,20 @@ func (r *Inputs) Info(ctx context.Context, names []string, scanAll, asJSON bool)
 
 // infoFromEnd summarises a capture file from its end: the segments whose
 // summaries tell Info all it needs are taken from their headers and
-// summaries; the others (no summary, one that does not check, or one that
-// does not suffice) are read record by record, with their damage
-// reported. The walk from the end keeps only where each segment is; a
+// summaries; the others (no summary, one that does not check, one that
+// does not suffice, or one whose positions a later segment of its stream
+// holds too, in this input or in later ones, later) are read record by
+// record, with their damage reported. A segment whose positions come
+// again later is read so that the assembler keeps its frames' hashes:
+// the later copies (a conflicting copy ds merge wrote after its first, a
+// second capture of the stream) are then compared, not counted "not
+// compared" (issue 22). The walk from the end keeps only where each segment is; a
 // summarised segment's header and summary are read again, in file order,
 // when Info takes it. A capture of many small segments (captures of a few
 // frames, concatenated) is read record by record at once: its summaries
 // would save nothing.
-func infoFromEnd(ctx context.Context, in *sources.Input, info *views.Info, sink segments.Sink) error {
+func infoFromEnd(ctx context.Context, in *sources.Input, info *views.Info, sink segments.Sink, later positionSets) error {
+	later = later.clone() // this input's segments join it as they are walked
 	type place struct {
 		off, end   int64
 		summarised bool
@@ -93,6 +105,13 @@ func infoFromEnd(ctx context.Context, in *sources.Input, info *views.Info, sink 
 			return err
 		}
 		pl := place{sp.Offset, sp.End, sp.Header != nil && sp.Summary != nil, nil}
+		if pl.summarised && sp.Summary.Frames > 0 && sp.Summary.First != nil && sp.Summary.Last != nil {
+			s, first, last := sp.Header.Stream.Stream, *sp.Summary.First, *sp.Summary.Last
+			if later.overlaps(s, first, last) {
+				pl.summarised = false // read its frames, to compare the later copies
+			}
+			later = later.add(s, first, last)
+		}
 		if pl.summarised && len(places) < keptSpans {
 			pl.span = &sp
 		}
@@ -170,3 +189,87 @@ const (
 	smallSegment = 64 << 10
 	keptSpans    = 4096
 )
+
+// positionSets holds, per stream, the positions that segments read later
+// hold, as their summaries say (a set of inclusive runs): a segment of
+// ds info whose positions a later one holds too is read, not summarised
+// (infoFromEnd). nil is empty.
+type positionSets map[frames.StreamID][]posRun
+
+type posRun struct{ from, to frames.Position } // inclusive
+
+// overlaps reports whether any of first..last of stream s is in ps.
+func (ps positionSets) overlaps(s frames.StreamID, first, last frames.Position) bool {
+	runs := ps[s]
+	i := sort.Search(len(runs), func(i int) bool { return runs[i].to >= first })
+	return i < len(runs) && runs[i].from <= last
+}
+
+// add adds first..last of stream s to ps, which it returns (allocated if
+// nil); runs that touch merge.
+func (ps positionSets) add(s frames.StreamID, first, last frames.Position) positionSets {
+	if ps == nil {
+		ps = make(positionSets)
+	}
+	runs := ps[s]
+	// runs[i:j] touch or overlap first..last.
+	i := sort.Search(len(runs), func(i int) bool { return runs[i].to == math.MaxUint64 || runs[i].to+1 >= first })
+	j := i
+	for j < len(runs) && (last == math.MaxUint64 || runs[j].from <= last+1) {
+		first, last = min(first, runs[j].from), max(last, runs[j].to)
+		j++
+	}
+	runs = slices.Replace(runs, i, j, posRun{first, last})
+	ps[s] = runs
+	return ps
+}
+
+// clone returns a copy of ps that add does not share.
+func (ps positionSets) clone() positionSets {
+	if ps == nil {
+		return nil
+	}
+	out := make(positionSets, len(ps))
+	for s, runs := range ps {
+		out[s] = slices.Clone(runs)
+	}
+	return out
+}
+
+// laterRanges returns, for each of the named inputs of ds info, the
+// positions the DSS capture files after it hold, by their segment
+// summaries (nil for the last, and for all when scanAll or when there is
+// one input): infoFromEnd reads the segments of an input whose positions
+// come again later, so that their copies are compared. A file that
+// cannot be walked adds nothing (its read says what is wrong).
+func (r *Inputs) laterRanges(ctx context.Context, names []string, scanAll bool) []positionSets {
+	out := make([]positionSets, len(names))
+	if scanAll || len(names) < 2 {
+		return out
+	}
+	var acc positionSets
+	for i := len(names) - 1; i > 0; i-- {
+		if fi, err := os.Stat(names[i]); err != nil || !fi.Mode().IsRegular() {
+			out[i-1] = acc.clone()
+			continue // stdin, a store's stream, nats://: read once, later
+		}
+		in, err := r.Set.Open(ctx, names[i], nil, false)
+		if err == nil {
+			if in.File != nil && in.Size >= 0 && in.Format == segments.InputDSS {
+				w := segments.NewBackWalker(in.File, in.Size)
+				for {
+					sp, err := w.Prev()
+					if err != nil {
+						break
+					}
+					if sm := sp.Summary; sp.Header != nil && sm != nil && sm.Frames > 0 && sm.First != nil && sm.Last != nil {
+						acc = acc.add(sp.Header.Stream.Stream, *sm.First, *sm.Last)
+					}
+				}
+			}
+			in.Close()
+		}
+		out[i-1] = acc.clone()
+	}
+	return out
+}

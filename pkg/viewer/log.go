@@ -36,6 +36,7 @@ func (r *Inputs) Log(ctx context.Context, names []string, opts views.LogOptions,
 	if l := p.Losses(); opts.Format == views.FormatCat && l.Gaps+l.Drops+l.Transport > 0 {
 		WarnCatLosses(r.Stderr, l)
 	}
+	views.WarnCopies(r.Stderr, views.CopyCounts(sink.A), "shown")
 	WarnSelection(r.Stderr, p)
 	return p, err
 }

@@ -126,6 +126,7 @@ func (r *Inputs) Consumer(ctx context.Context, name string, opts views.LogOption
 	if l := p.Losses(); opts.Format == views.FormatCat && l.Gaps+l.Drops+l.Transport > 0 {
 		WarnCatLosses(stderr, l)
 	}
+	views.WarnCopies(stderr, views.CopyCounts(sink.A), "shown")
 	WarnSelection(stderr, p)
 	if saveErr != nil {
 		return saveErr

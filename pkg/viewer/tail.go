@@ -219,6 +219,7 @@ func (r *Inputs) tailFile(ctx context.Context, in *sources.Input, opts views.Tai
 	for _, d := range stats.Damage {
 		rep.Report(d.Offset, d.End, d.Torn, d.Err)
 	}
+	views.WarnCopies(stderr, stats.Copies, "shown")
 	if err != nil {
 		return stats, rep.Damaged, sources.InputError(in.Name, err)
 	}
@@ -252,6 +253,7 @@ func tailRing(ctx context.Context, in *sources.Input, stderr io.Writer, opts vie
 	if cerr := p.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
+	views.WarnCopies(stderr, views.CopyCounts(sink.A), "shown")
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return ring, nil, rep.Damaged, sources.InputError(in.Name, err)
 	}

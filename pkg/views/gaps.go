@@ -106,11 +106,18 @@ const (
 	// --check fails on it. It comes right after its stream's trimmed
 	// positions.
 	FindingTrimShown
+	// FindingUncompared is a note, not a loss: Frames copies of the
+	// stream's positions could not be compared with their first copy,
+	// whose hash the assembler no longer kept (read too long before: see
+	// [segments.Assembler]), and were taken for identical; a different
+	// payload among them would be a conflict not listed. It comes last
+	// among its stream's findings but for FindingUnended and FindingMore.
+	FindingUncompared
 )
 
 // String returns the kind's word in text output: "damage", "torn",
 // "live", "start", "gap", "dropped", "subscriber", "conflict", "unended",
-// "more", "trimmed", "transport", "trim-shown".
+// "more", "trimmed", "transport", "trim-shown", "uncompared".
 func (k FindingKind) String() string {
 	switch k {
 	case FindingDamage:
@@ -139,17 +146,20 @@ func (k FindingKind) String() string {
 		return "transport"
 	case FindingTrimShown:
 		return "trim-shown"
+	case FindingUncompared:
+		return "uncompared"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // IsLoss reports whether a finding of kind k is a loss of the input: all
-// are but the notes FindingLive, FindingTrimmed, FindingSubscriberDrop
-// and FindingTransport (what an output of the stream lost is a loss of
-// this input only where it has a gap, a FindingGap).
+// are but the notes FindingLive, FindingTrimmed, FindingSubscriberDrop,
+// FindingTransport (what an output of the stream lost is a loss of this
+// input only where it has a gap, a FindingGap) and FindingUncompared (no
+// conflict seen, none ruled out).
 func (k FindingKind) IsLoss() bool {
 	switch k {
-	case FindingLive, FindingTrimmed, FindingSubscriberDrop, FindingTransport:
+	case FindingLive, FindingTrimmed, FindingSubscriberDrop, FindingTransport, FindingUncompared:
 		return false
 	}
 	return true
@@ -204,8 +214,8 @@ type Finding struct {
 	ChannelID frames.ChannelID // FindingConflict
 	Channel   string           // FindingConflict: the channel's name, "" when unknown
 	// Frames is FindingSubscriberDrop's frame copies lost,
-	// FindingUnended's frames read and FindingTrimShown's frames below
-	// the horizon.
+	// FindingUnended's frames read, FindingTrimShown's frames below
+	// the horizon and FindingUncompared's copies not compared.
 	Frames      uint64
 	Subscribers []SubscriberLoss // FindingSubscriberDrop, when the record names them
 	Count       uint64           // FindingMore: findings not listed
@@ -233,6 +243,7 @@ type LossTotals struct {
 	TrimShown    uint64 // streams with frames below a capture's Trimmed record (FindingTrimShown)
 	Transport    uint64 // transport losses (FindingTransport; not a loss of the input)
 	Undelivered  uint64 // frames they say were not delivered
+	Uncompared   uint64 // copies not compared with their first (FindingUncompared; not a loss)
 }
 
 // Losses returns how many losses of the inputs there are, what ds gaps
@@ -245,9 +256,10 @@ func (t LossTotals) Losses() uint64 {
 
 // Noted returns how many notes [LossTotals.String] gives after the
 // losses: subscriber drops and transport losses, which tell what other
-// outputs of a stream lack. Live inputs and trimmed streams are said by
-// their findings only.
-func (t LossTotals) Noted() uint64 { return t.SubDrops + t.Transport }
+// outputs of a stream lack, and copies not compared, among which a
+// conflict would not have been seen. Live inputs and trimmed streams are
+// said by their findings only.
+func (t LossTotals) Noted() uint64 { return t.SubDrops + t.Transport + t.Uncompared }
 
 // IsDamaged reports whether an input was damaged (a damaged range or a
 // torn tail).
@@ -280,6 +292,7 @@ func (t LossTotals) String() string {
 	add(t.TrimShown > 0, "%s with frames below a capture's Trimmed record", textfmt.Nouns(t.TrimShown, "stream"))
 	note(t.SubDrops > 0, "%s (%s lost by subscribers)", textfmt.Nouns(t.SubDrops, "subscriber drop"), textfmt.Nouns(t.SubDropped, "frame copy"))
 	note(t.Transport > 0, "%s (%s not delivered by an output)", textfmt.Nouns(t.Transport, "transport loss"), textfmt.Nouns(t.Undelivered, "frame"))
+	note(t.Uncompared > 0, "%s not compared with the first", textfmt.Nouns(t.Uncompared, "copy"))
 	s := "no loss"
 	if n := t.Losses(); n > 0 {
 		s = textfmt.Nouns(n, "loss") + ": " + strings.Join(parts, ", ")
@@ -779,9 +792,11 @@ func (g *Gaps) Totals() LossTotals {
 		if st.before > 0 || len(st.trimHoles) > 0 {
 			t.Trimmed++
 		}
-		if g.asm.Stats(st.id).Shown > 0 {
+		as := g.asm.Stats(st.id)
+		if as.Shown > 0 {
 			t.TrimShown++
 		}
+		t.Uncompared += as.Uncompared
 		if !st.ended && !st.live {
 			t.Unended++
 		}
@@ -878,6 +893,9 @@ func (g *Gaps) streamFindings(st *gapStream) []Finding {
 		return a.before() - b.before()
 	})
 	out = append(out, mid...)
+	if n := g.asm.Stats(st.id).Uncompared; n > 0 {
+		out = append(out, Finding{Kind: FindingUncompared, Stream: st.id, Frames: n})
+	}
 	if !st.ended && !st.live {
 		out = append(out, Finding{Kind: FindingUnended, Stream: st.id, Position: st.high, Frames: st.n})
 	}
@@ -1019,6 +1037,8 @@ func (f *Finding) text() string {
 			name = fmt.Sprintf("channel %d", f.ChannelID)
 		}
 		return fmt.Sprintf("position %d of %s: a different payload, refused (the first is kept)", f.Position, name)
+	case FindingUncompared:
+		return fmt.Sprintf("%s not compared with the first (read too long before): a conflict among them would not be listed", textfmt.Nouns(f.Frames, "copy"))
 	case FindingUnended:
 		if f.Frames == 0 {
 			return "no StreamEnded record and no frame: its writer did not finish"
@@ -1052,6 +1072,7 @@ func (f *Finding) text() string {
 //	"transport":{"output":S,"from":F,"to":T,"frames":N,"reason":R,"since_unix_ms":MS,"until_unix_ms":MS}
 //	"more":{"count":N}
 //	"trimmed":{"from":F,"to":T,"count":N}
+//	"uncompared":{"copies":N}
 //
 // A torn tail is a "damage" object with "torn_tail":true. A gap that a
 // transport loss explains has "reason":"not delivered by OUTPUT: REASON"
@@ -1107,6 +1128,10 @@ type (
 		More              *jsonMore           `json:"more,omitempty"`
 		Trimmed           *jsonGap            `json:"trimmed,omitempty"`
 		TrimShown         *jsonTrimShown      `json:"trim_shown,omitempty"`
+		Uncompared        *jsonUncompared     `json:"uncompared,omitempty"`
+	}
+	jsonUncompared struct {
+		Copies uint64 `json:"copies"`
 	}
 	jsonTrimShown struct {
 		Before frames.Position `json:"before"`
@@ -1194,6 +1219,8 @@ func (f *Finding) jsonValue() any {
 		v.Transport = f.Transport
 	case FindingTrimShown:
 		v.TrimShown = &jsonTrimShown{Before: f.Position, Frames: f.Frames}
+	case FindingUncompared:
+		v.Uncompared = &jsonUncompared{Copies: f.Frames}
 	}
 	return v
 }

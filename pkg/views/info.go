@@ -804,7 +804,9 @@ func writeInfoText(w io.Writer, files []FileSummary, n int, stream func(int) Str
 		}
 		switch {
 		case s.UncomparedDuplicates > 0:
-			fmt.Fprintf(tw, "  duplicates\t%d identical (%d of them not compared), %d conflicting, %d late\n", s.Duplicates, s.UncomparedDuplicates, s.Conflicts, s.LateFrames)
+			// Copies whose first was no longer known are no identical
+			// ones: a conflict among them would not have been seen.
+			fmt.Fprintf(tw, "  duplicates\t%d identical, %d conflicting, %d late; %s not compared (their first copies were read too long before)\n", s.Duplicates-s.UncomparedDuplicates, s.Conflicts, s.LateFrames, textfmt.Nouns(s.UncomparedDuplicates, "copy"))
 		case s.Duplicates+s.Conflicts+s.LateFrames > 0:
 			fmt.Fprintf(tw, "  duplicates\t%d identical, %d conflicting, %d late\n", s.Duplicates, s.Conflicts, s.LateFrames)
 		}

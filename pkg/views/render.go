@@ -278,6 +278,12 @@ func (p *Printer) itemFrame(st *streamInfo, kind segments.ItemKind, f *frames.Fr
 	text := ci != nil && ci.kind == frames.KindTextStream
 	switch p.format {
 	case FormatCat:
+		// A conflicting copy is no part of the stream rebuilt (the first
+		// copy is): its bytes would splice another run's output in; the
+		// log's stderr warning counts it (WarnCopies).
+		if kind == segments.ItemConflict {
+			return
+		}
 		if len(p.sel.Channels)+len(p.sel.Contents) > 0 || text {
 			p.write(f.Payload)
 		}

@@ -62,6 +62,9 @@ type TailStats struct {
 	// printer when done.
 	Sink   *LogSink
 	Resume int64
+	// Copies is what the assembler found of copies in what was read
+	// ([CopyCounts]): conflicts, and copies not compared.
+	Copies []CopyCount
 }
 
 // tailStart is how far from the end of its input [Tail] starts reading
@@ -94,6 +97,7 @@ func Tail(ctx context.Context, r io.ReaderAt, size int64, opts TailOptions, w io
 	from := size // the walk has found where the segments from here on start
 	segs := 0
 	var cursor segments.Cursor
+	var copies []CopyCount
 	var last *LogSink         // Follow: the sink of the last pass
 	var lastOut *switchWriter // and what its printer writes to
 	resume := int64(0)
@@ -124,6 +128,7 @@ func Tail(ctx context.Context, r io.ReaderAt, size int64, opts TailOptions, w io
 			err = cerr
 		}
 		cursor = p.Cursor()
+		copies = CopyCounts(sink.A)
 		last = sink
 		return dc.damage, err
 	}
@@ -161,7 +166,7 @@ func Tail(ctx context.Context, r io.ReaderAt, size int64, opts TailOptions, w io
 				return TailStats{BytesRead: cr.n}, err
 			}
 			if ring.Lines() > int64(opts.Lines) || start == 0 {
-				return follow(TailStats{BytesRead: cr.n, Segments: segs, Whole: start == 0, Damage: damage, Cursor: cursor}), ring.WriteLines(w)
+				return follow(TailStats{BytesRead: cr.n, Segments: segs, Whole: start == 0, Damage: damage, Cursor: cursor, Copies: copies}), ring.WriteLines(w)
 			}
 			continue
 		}
@@ -172,7 +177,7 @@ func Tail(ctx context.Context, r io.ReaderAt, size int64, opts TailOptions, w io
 		if lines := count.lines(); lines > int64(opts.Lines) || start == 0 {
 			out := &lineSkipper{w: w, skip: max(0, lines-int64(opts.Lines))}
 			damage, err := render(start, out)
-			return follow(TailStats{BytesRead: cr.n, Segments: segs, Whole: start == 0, Damage: damage, Cursor: cursor}), err
+			return follow(TailStats{BytesRead: cr.n, Segments: segs, Whole: start == 0, Damage: damage, Cursor: cursor, Copies: copies}), err
 		}
 	}
 }
