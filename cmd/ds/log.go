@@ -27,12 +27,17 @@ its stream (a line, a record, a gap, a drop) comes after its start: that is
 never printed before it, so the line is printed as it is, unfinished, and
 the rest of it, if not empty, becomes a line of its own. A line its stream
 never finished is printed, as it is, when the stream ends. A line longer
-than 1 MiB is printed in 1 MiB pieces. CRLF ends a line; a line with bare
-CRs (a progress bar) shows its last segment, as a terminal would
-(--cr-segments shows each). JSON records are printed compactly; bytes that
-are not text are escaped as \xNN; so are control sequences other than
-colour (which --color shows on a terminal) and bidi controls, so a
-capture never drives the terminal.
+than 1 MiB is printed in 1 MiB pieces. A row printed before its line's
+newline ends with "…" (printf 'no newline' shows as "no newline…"), and
+the row that continues such a line starts with "…", as editors mark
+wrapped lines; what follows a CR overwrites rather than continues, so it
+has no leading mark. The marks are ds's: -g does not match them, --color
+dims them, --cat has none, and --json says "partial" and "continues".
+CRLF ends a line; a line with bare CRs (a progress bar) shows its last
+segment, as a terminal would (--cr-segments shows each). JSON records are
+printed compactly; bytes that are not text are escaped as \xNN; so are
+control sequences other than colour (which --color shows on a terminal)
+and bidi controls, so a capture never drives the terminal.
 
 When the inputs hold more than one stream (the streams --node, --stream
 and --origin select), a stream column leads every line: NODE when no two
@@ -77,7 +82,8 @@ gaps).
 --json prints one JSON object per text line (joined across frames as
 above: "text" holds the line's bytes exactly, its newline included,
 "position" and "last_position" the positions of its first and last frame,
-"partial":true when it was printed unfinished), per record and bytes
+"partial":true when it was printed before its newline, "continues":true
+when it is the rest of a line printed so), per record and bytes
 frame, gap, drop and damaged range. Every object has a "text": a text
 line's bytes, or what ds log prints for it after the columns (a record's
 compact JSON, escaped bytes, a gap's message), so that

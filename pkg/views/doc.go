@@ -78,7 +78,10 @@
 // partial lines held from before that position are printed as they are,
 // unfinished, and the rest of such a line becomes a line of its own. A
 // line the stream never finished is printed, as it is, when the stream
-// ends. Hidden channels (the writer's own, by default) cut nothing.
+// ends. Hidden channels (the writer's own, by default) cut nothing. The
+// text format marks a row printed before its newline with a trailing "…"
+// and the row that continues it with a leading one; --json says
+// "partial" and "continues" (see lineMark).
 //
 // Reading takes bounded memory whatever the input (ARCHITECTURE.md §7), because
 // nothing here keeps payloads in memory beyond the assembler's bound:

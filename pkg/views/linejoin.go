@@ -32,11 +32,14 @@ type partial struct {
 }
 
 // lineSpan is where a text line being printed lies: the positions of its
-// first and last frames, and whether it ended with a newline (a held
-// line printed unfinished did not).
+// first and last frames, whether it ended with a newline (a held line
+// printed unfinished did not), and whether it continues a line printed
+// unfinished before it (the rest of a cut line). The text format marks
+// both (lineMark), --json says "partial" and "continues".
 type lineSpan struct {
 	pos, last frames.Position
 	nl        bool
+	cont      bool
 }
 
 // joiner holds the unfinished lines of every stream, in the order they
@@ -113,7 +116,7 @@ func (p *Printer) flushPartial(pl *partial) {
 func (p *Printer) printPartial(pl *partial) {
 	p.clock.lineNS = pl.ns
 	if !pl.cut || !blankLine(pl.buf) || p.format == FormatJSON {
-		p.printText(pl.st, pl.ch, lineSpan{pos: pl.pos, last: pl.last}, pl.buf)
+		p.printText(pl.st, pl.ch, lineSpan{pos: pl.pos, last: pl.last, cont: pl.cut}, pl.buf)
 	}
 	pl.buf, pl.cut = pl.buf[:0], true
 }
@@ -158,7 +161,7 @@ func (p *Printer) joinText(st *streamInfo, ci *chanInfo, f *frames.Frame) {
 			// stream's other channels that started before it.
 			p.cutBefore(st, pos, pl)
 			p.clock.lineNS = ns
-			p.printText(st, ci, lineSpan{pos: pos, last: f.Position, nl: true}, line)
+			p.printText(st, ci, lineSpan{pos: pos, last: f.Position, nl: true, cont: cut}, line)
 		}
 		if pl != nil {
 			pl.buf = pl.buf[:0]
