@@ -66,6 +66,17 @@ line tells what the network copy lacks. A record that does not decode
 names no loss. Gaps, drops and transport losses concern the whole
 stream, so they are shown whatever -c selects.
 
+A step of a stream's wall clock is shown in place too, at the
+datastream.clock record that shows it: each record pairs the wall clock
+with the monotonic clock, which move alike (NTP slews both), so the wall
+clock moving more than 100 ms beyond the monotonic clock between two
+records is a step (the clock was set, or the machine slept); the times
+after it are off by the step. Records without mono_ns, or whose
+monotonic clock stands still, show none.
+
+   ~  clock    wall clock stepped back 5s at position 12 (it moved -4.9s
+               while the monotonic clock moved 100ms)
+
 The writer's own channels (datastream.clock, datastream.health,
 datastream.transport) are hidden unless --all is given or -c names them;
 --all shows a health or transport record after the loss line it gives
@@ -101,14 +112,18 @@ upper bound on when the frame arrived, within one flush interval. A gap is
 null when the record did not say), a transport loss
 {"transport_loss":{"output":S,"from":F,"to":T,"frames":N,"reason":R,
 "since_unix_ms":MS,"until_unix_ms":MS}} (the outage's wall-clock bounds in
-ms since the Unix epoch, 0 when the record did not say), each after
-"stream", "node", "life".
+ms since the Unix epoch, 0 when the record did not say), a clock step
+{"clock_step":{"position":P,"after":A,"step_ns":S,"elapsed_ns":E,
+"from_unix_ns":F,"to_unix_ns":T}} (between the records at A and P the wall
+clock moved S ns more than the monotonic clock, which moved E ns; F and T
+are the two wall-clock readings), each after "stream", "node", "life".
 
 --time adds a time column: --time or --time=wall (local time; --utc or
 --time=utc for UTC), --time=since-start (seconds since the first clock
 reading of the inputs), --time=delta (seconds since the previous line
-printed: stalls stand out), --time=unix. A line before any clock reading
-shows "-".
+printed: stalls stand out; measured across a clock step by the monotonic
+clock, so a step shows as its note, not as a negative delta or a stall),
+--time=unix. A line before any clock reading shows "-".
 
 ` + selectionHelp + `
 

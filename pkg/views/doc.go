@@ -42,6 +42,12 @@
 // is an upper bound on when each of them arrived, within one flush
 // interval.
 //
+// Each datastream.clock record pairs the wall clock with the monotonic
+// clock: the wall clock moving more than [ClockStepTolerance] beyond the
+// monotonic clock between two records of a stream is a step (see
+// [ClockStep]), which ds log shows in place, ds gaps lists and ds info
+// counts; --time=delta measures across it by the monotonic clock.
+//
 // Losses are shown in place, as items of their stream: gaps (positions
 // assigned but never stored, from the [segments.Assembler]) and drops (submissions
 // the writer refused, which never got a position, see [Drop]), read from
