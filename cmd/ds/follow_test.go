@@ -152,7 +152,7 @@ func TestLogLivePipe(t *testing.T) {
 	out.waitFor(t, "proc.live.stdout  one") // before anything more is written
 	// A line without its newline shows after a short quiet time.
 	write(1, "partial")
-	out.waitFor(t, "proc.live.stdout  partial")
+	out.waitFor(t, "proc.live.stdout  partial…")
 	write(2, " rest\ntwo\n")
 	w.Close()
 	pw.Close()
@@ -320,7 +320,7 @@ func TestFollowSIGTERM(t *testing.T) {
 	w.WriteFrame(frames.Frame{Channel: 1, Position: 0, Payload: []byte("no newline yet")})
 	w.Flush()
 	cmd, out, stderr := startDS(t, nil, "log", "-f", path)
-	out.waitFor(t, "proc.live.stdout  no newline yet") // shown after a quiet time
+	out.waitFor(t, "proc.live.stdout  no newline yet…") // shown after a quiet time
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,11 @@ input. KIND is one of these losses:
                frames below its horizon: a store's record, which hides
                nothing in a capture (the views show those frames), in a
                capture not written so (crafted, or spliced)
+   clock-step  the stream's wall clock stepped (it was set, or the
+               machine slept): between two datastream.clock records it
+               moved more than 100 ms beyond the monotonic clock, so the
+               times of the frames after it are off by the step; no frame
+               is missing, but --check fails on it
 
 or one of these notes, which tell what other copies of a stream lack:
    subscriber  frame copies the writer's subscribers (its outputs) lost,
@@ -92,14 +97,16 @@ losses: {"damage":{"file","offset","end","torn_tail","error"}},
 "frames"}]} ("from", the first health record, only when several were
 merged),
 "conflict":{"position","channel","channel_id"}, "unended":{"last_position"}
-(null without frames), "trim_shown":{"before","frames"}, "uncompared":{"copies"}, "transport":{"output","from","to","frames",
+(null without frames), "trim_shown":{"before","frames"}, "uncompared":{"copies"},
+"clock_step":{"position","after","step_ns","elapsed_ns","from_unix_ns",
+"to_unix_ns"} (as ds log --json), "transport":{"output","from","to","frames",
 "reason","since_unix_ms","until_unix_ms"} (ms since the Unix epoch, 0
 when unknown), or "more":{"count"}.
 
 Every record is read and its CRC checked (damage is a loss, and a segment
 summary cannot show damage inside its segment), but no payload is decoded
-except the writer's datastream.health and datastream.transport records
-(outputs and reasons cut to 200 bytes). Gaps, drops and damage
+except the writer's datastream.health, datastream.transport (outputs and
+reasons cut to 200 bytes) and datastream.clock records. Gaps, drops and damage
 concern a whole stream or input, not a channel, so there is no -c;
 --node, --stream and --origin select streams (an input's damage is
 listed whatever they select).

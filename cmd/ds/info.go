@@ -20,15 +20,20 @@ how many places, and where, as ds log shows them; the writer's own counter
 when it knows more), the frame copies the writer's subscribers (its
 outputs) lost, and the positions an output (ds wrap -o nats://…) did not
 deliver (datastream.transport records), whether it ended cleanly (a
-StreamEnded record) and how its process exited, and its time span from
-datastream.clock records. Copies an output lost are no loss of this input:
+StreamEnded record) and how its process exited, its time span from
+datastream.clock records, and the steps of its wall clock they show (as
+ds log and ds gaps show them; read from summaries, which keep the first
+and last clock record of each segment, a step is placed at the first
+record read after it). Copies an output lost are no loss of this input:
 what it lacks shows as gaps. Drops are "unknown" only when the stream has
 no datastream.health record. --json prints the same as one JSON document:
 "mux_dropped" and "subscriber_dropped" are the writer's counters (null
 without a health record), "drops" the places (the first 100, each
 {"before","frames","bytes","reason"}), "drop_count", "dropped_frames" and
 "dropped_bytes" (null when a record did not give its bytes),
-"transport_losses" and "undelivered_frames" (omitted when 0).
+"transport_losses" and "undelivered_frames" (omitted when 0),
+"clock_steps" (the first 100, as ds log --json gives them) and
+"clock_step_count" (omitted when 0).
 
 A capture file is read from its end, headers and segment summaries only
 (ds-format(5), "Reading from the end"), so that ds info of a 10 GiB

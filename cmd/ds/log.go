@@ -27,12 +27,17 @@ its stream (a line, a record, a gap, a drop) comes after its start: that is
 never printed before it, so the line is printed as it is, unfinished, and
 the rest of it, if not empty, becomes a line of its own. A line its stream
 never finished is printed, as it is, when the stream ends. A line longer
-than 1 MiB is printed in 1 MiB pieces. CRLF ends a line; a line with bare
-CRs (a progress bar) shows its last segment, as a terminal would
-(--cr-segments shows each). JSON records are printed compactly; bytes that
-are not text are escaped as \xNN; so are control sequences other than
-colour (which --color shows on a terminal) and bidi controls, so a
-capture never drives the terminal.
+than 1 MiB is printed in 1 MiB pieces. A row printed before its line's
+newline ends with "…" (printf 'no newline' shows as "no newline…"), and
+the row that continues such a line starts with "…", as editors mark
+wrapped lines; what follows a CR overwrites rather than continues, so it
+has no leading mark. The marks are ds's: -g does not match them, --color
+dims them, --cat has none, and --json says "partial" and "continues".
+CRLF ends a line; a line with bare CRs (a progress bar) shows its last
+segment, as a terminal would (--cr-segments shows each). JSON records are
+printed compactly; bytes that are not text are escaped as \xNN; so are
+control sequences other than colour (which --color shows on a terminal)
+and bidi controls, so a capture never drives the terminal.
 
 When the inputs hold more than one stream (the streams --node, --stream
 and --origin select), a stream column leads every line: NODE when no two
@@ -70,6 +75,16 @@ Copies are compared by a hash of each position's payload, kept for the
 last 16384 positions of a stream (8 MiB for all streams); a copy whose
 first was read longer before is counted on stderr as "not compared",
 never taken for identical silently.
+A step of a stream's wall clock is shown in place too, at the
+datastream.clock record that shows it: each record pairs the wall clock
+with the monotonic clock, which move alike (NTP slews both), so the wall
+clock moving more than 100 ms beyond the monotonic clock between two
+records is a step (the clock was set, or the machine slept); the times
+after it are off by the step. Records without mono_ns, or whose
+monotonic clock stands still, show none.
+
+   ~  clock    wall clock stepped back 5s at position 12 (it moved -4.9s
+               while the monotonic clock moved 100ms)
 
 The writer's own channels (datastream.clock, datastream.health,
 datastream.transport) are hidden unless --all is given or -c names them;
@@ -87,7 +102,8 @@ gaps).
 --json prints one JSON object per text line (joined across frames as
 above: "text" holds the line's bytes exactly, its newline included,
 "position" and "last_position" the positions of its first and last frame,
-"partial":true when it was printed unfinished), per record and bytes
+"partial":true when it was printed before its newline, "continues":true
+when it is the rest of a line printed so), per record and bytes
 frame, gap, drop and damaged range. Every object has a "text": a text
 line's bytes, or what ds log prints for it after the columns (a record's
 compact JSON, escaped bytes, a gap's message), so that
@@ -105,14 +121,18 @@ upper bound on when the frame arrived, within one flush interval. A gap is
 null when the record did not say), a transport loss
 {"transport_loss":{"output":S,"from":F,"to":T,"frames":N,"reason":R,
 "since_unix_ms":MS,"until_unix_ms":MS}} (the outage's wall-clock bounds in
-ms since the Unix epoch, 0 when the record did not say), each after
-"stream", "node", "life".
+ms since the Unix epoch, 0 when the record did not say), a clock step
+{"clock_step":{"position":P,"after":A,"step_ns":S,"elapsed_ns":E,
+"from_unix_ns":F,"to_unix_ns":T}} (between the records at A and P the wall
+clock moved S ns more than the monotonic clock, which moved E ns; F and T
+are the two wall-clock readings), each after "stream", "node", "life".
 
 --time adds a time column: --time or --time=wall (local time; --utc or
 --time=utc for UTC), --time=since-start (seconds since the first clock
 reading of the inputs), --time=delta (seconds since the previous line
-printed: stalls stand out), --time=unix. A line before any clock reading
-shows "-".
+printed: stalls stand out; measured across a clock step by the monotonic
+clock, so a step shows as its note, not as a negative delta or a stall),
+--time=unix. A line before any clock reading shows "-".
 
 ` + selectionHelp + `
 

@@ -42,6 +42,12 @@
 // is an upper bound on when each of them arrived, within one flush
 // interval.
 //
+// Each datastream.clock record pairs the wall clock with the monotonic
+// clock: the wall clock moving more than [ClockStepTolerance] beyond the
+// monotonic clock between two records of a stream is a step (see
+// [ClockStep]), which ds log shows in place, ds gaps lists and ds info
+// counts; --time=delta measures across it by the monotonic clock.
+//
 // Losses are shown in place, as items of their stream: gaps (positions
 // assigned but never stored, from the [segments.Assembler]) and drops (submissions
 // the writer refused, which never got a position, see [Drop]), read from
@@ -78,7 +84,10 @@
 // partial lines held from before that position are printed as they are,
 // unfinished, and the rest of such a line becomes a line of its own. A
 // line the stream never finished is printed, as it is, when the stream
-// ends. Hidden channels (the writer's own, by default) cut nothing.
+// ends. Hidden channels (the writer's own, by default) cut nothing. The
+// text format marks a row printed before its newline with a trailing "…"
+// and the row that continues it with a leading one; --json says
+// "partial" and "continues" (see lineMark).
 //
 // Reading takes bounded memory whatever the input (ARCHITECTURE.md §7), because
 // nothing here keeps payloads in memory beyond the assembler's bound:

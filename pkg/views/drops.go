@@ -34,6 +34,7 @@ type Losses struct {
 	Trimmed           uint64 // frames after a cursor no longer in the input
 	Transport         uint64 // transport losses (datastream.transport records)
 	UndeliveredFrames uint64 // frames they say were not delivered
+	ClockSteps        uint64 // steps of a wall clock (see ClockStep): no loss of frames
 }
 
 // healthRecord is the part of a datastream.health record ([frames.Health])

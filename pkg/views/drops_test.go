@@ -160,7 +160,9 @@ func TestLogDropsFromCounters(t *testing.T) {
 
 // Joining a text line split across frames must not reorder lines across
 // the channels of a stream: a held partial line is printed, unfinished,
-// before a line of another channel that comes after it.
+// before a line of another channel that comes after it. A line printed
+// before its newline ends with "…", the row that continues it starts with
+// "…".
 func TestLogPartialLineOrder(t *testing.T) {
 	tests := []struct {
 		name string
@@ -172,23 +174,23 @@ func TestLogPartialLineOrder(t *testing.T) {
 			on(2, 1, "FAIL: x\n"),
 			on(1, 2, "\n"),
 		}, "" +
-			"     0  proc.job.stdout   progress 3/3\n" +
+			"     0  proc.job.stdout   progress 3/3…\n" +
 			"     1  proc.job.stderr   FAIL: x\n"},
 		{"the rest of a cut line is its own line", []frames.Frame{
 			on(1, 0, "compil"),
 			on(2, 1, "warning\n"),
 			on(1, 2, "ing done\nnext\n"),
 		}, "" +
-			"     0  proc.job.stdout   compil\n" +
+			"     0  proc.job.stdout   compil…\n" +
 			"     1  proc.job.stderr   warning\n" +
-			"     2  proc.job.stdout   ing done\n" +
+			"     2  proc.job.stdout   …ing done\n" +
 			"     2  proc.job.stdout   next\n"},
 		{"a record cuts a held line", []frames.Frame{
 			on(1, 0, "50%"),
 			on(5, 1, `{"a":1}`),
 			on(1, 2, "\r\n"),
 		}, "" +
-			"     0  proc.job.stdout   50%\n" +
+			"     0  proc.job.stdout   50%…\n" +
 			"     1  host.resource     {\"a\":1}\n"},
 		{"lines that start later wait", []frames.Frame{
 			on(1, 0, "a"),
@@ -208,15 +210,15 @@ func TestLogPartialLineOrder(t *testing.T) {
 			on(1, 0, "before"),
 			on(1, 2, " after\n"),
 		}, "" +
-			"     0  proc.job.stdout   before\n" +
+			"     0  proc.job.stdout   before…\n" +
 			"     ~  gap               position 1 missing (1 frame)\n" +
-			"     2  proc.job.stdout    after\n"},
+			"     2  proc.job.stdout   … after\n"},
 		{"unfinished at the end, in position order", []frames.Frame{
 			on(2, 0, "err"),
 			on(1, 1, "out"),
 		}, "" +
-			"     0  proc.job.stderr   err\n" +
-			"     1  proc.job.stdout   out\n"},
+			"     0  proc.job.stderr   err…\n" +
+			"     1  proc.job.stdout   out…\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

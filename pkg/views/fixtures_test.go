@@ -17,7 +17,7 @@ import (
 // edited by hand: `DS_UPDATE=1 go test ./pkg/views` rewrites them. Without
 // DS_UPDATE the test checks that the files on disk are what it makes. The
 // cmd/ds scripts (log_drops, info_drops, gaps_basic, gaps_transport,
-// log_transport) read them; their expected outputs
+// log_transport, log_clock) read them; their expected outputs
 // live in those scripts. They are not under the repository's testdata/
 // because pkg/segments requires every capture there to come from its own
 // generator.
@@ -26,6 +26,10 @@ import (
 //	                    records carrying "loss", a progress line cut by a
 //	                    stderr line, clock records before the frames of
 //	                    their drain tick
+//	clockstep.dss       a wall clock set back 5 s during the capture: the
+//	                    datastream.clock record at position 5 reads
+//	                    4.9 s before the one at 3, 100 ms later by the
+//	                    monotonic clock
 //	drops-counters.dss  an older writer: health records with cumulative
 //	                    counters only, and a gap
 //	transport.dss       a copy read back from NATS: positions 4–7 missing
@@ -45,9 +49,7 @@ import (
 func viewFixtures(t *testing.T) map[string][]byte {
 	t.Helper()
 	label := "job"
-	clock := func(ms int64) string {
-		return fmt.Sprintf(`{"unix_ns":%d,"mono_ns":%d}`, 1732953600000000000+ms*1e6, ms*1e6)
-	}
+	clock := func(ms int64) string { return clockAt(ms, ms) }
 	// write makes a capture of stream s; extra declares channel 6,
 	// datastream.transport, too.
 	write := func(s frames.StreamID, seed uint64, extra bool, payloads ...string) []byte {
@@ -154,6 +156,18 @@ func viewFixtures(t *testing.T) map[string][]byte {
 			"4 "+clock(150),
 			`5 {"assigned":11,"drained":11,"mux_dropped":4,"unknown_channel":0,"bitbucketed":0,"subscriber_dropped":0,"pending":0,"subscribers":[{"name":"file","dropped":0}]}`,
 		),
+		"clockstep.dss": write(frames.StreamID{Node: "ci-9", Life: 1732953600123456789}, 5, false,
+			"4 "+clockAt(0, 0),
+			`3 {"event":"started","pid":4242}`,
+			"1 step 1\n",
+			"4 "+clockAt(100, 100),
+			"1 step 2\n",
+			"4 "+clockAt(200-5000, 200), // the wall clock set back 5 s
+			"1 step 3\n",
+			"4 "+clockAt(300-5000, 300),
+			"1 step 4\n",
+			`3 {"event":"exited","status":{"kind":"code","value":0}}`,
+		),
 		"drops-counters.dss": write(frames.StreamID{Node: "ci-old", Life: 1732953600123456789}, 2, false,
 			"4 "+clock(0),
 			"1 line 1\n",
@@ -166,6 +180,12 @@ func viewFixtures(t *testing.T) map[string][]byte {
 			"4 "+clock(1000),
 		),
 	}
+}
+
+// clockAt is a datastream.clock record of fixture time: the wall clock
+// unixMS and the monotonic clock monoMS after the fixtures' epoch.
+func clockAt(unixMS, monoMS int64) string {
+	return fmt.Sprintf(`{"unix_ns":%d,"mono_ns":%d}`, 1732953600000000000+unixMS*1e6, monoMS*1e6)
 }
 
 func TestViewFixtures(t *testing.T) {

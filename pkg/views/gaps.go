@@ -106,6 +106,12 @@ const (
 	// --check fails on it. It comes right after its stream's trimmed
 	// positions.
 	FindingTrimShown
+	// FindingClockStep is a step of the stream's wall clock, ClockStep,
+	// shown by its datastream.clock record at ClockStep.Position (see
+	// [ClockStep]): no frame is lost, but the times of the frames after
+	// it are off by the step. Not a loss of frames, but a problem, as
+	// FindingTrimShown is: ds gaps --check fails on it.
+	FindingClockStep
 	// FindingUncompared is a note, not a loss: Frames copies of the
 	// stream's positions could not be compared with their first copy,
 	// whose hash the assembler no longer kept (read too long before: see
@@ -117,7 +123,7 @@ const (
 
 // String returns the kind's word in text output: "damage", "torn",
 // "live", "start", "gap", "dropped", "subscriber", "conflict", "unended",
-// "more", "trimmed", "transport", "trim-shown", "uncompared".
+// "more", "trimmed", "transport", "trim-shown", "clock-step", "uncompared".
 func (k FindingKind) String() string {
 	switch k {
 	case FindingDamage:
@@ -146,6 +152,8 @@ func (k FindingKind) String() string {
 		return "transport"
 	case FindingTrimShown:
 		return "trim-shown"
+	case FindingClockStep:
+		return "clock-step"
 	case FindingUncompared:
 		return "uncompared"
 	}
@@ -192,8 +200,9 @@ type Finding struct {
 	End    int64  // FindingDamage, FindingTorn: end of the range, exclusive
 	Err    string // FindingDamage, FindingTorn: what the reader said
 
-	Gap  segments.Gap // FindingGap
-	Drop Drop         // FindingDrop (Reason cut to 64 bytes)
+	Gap       segments.Gap // FindingGap
+	Drop      Drop         // FindingDrop (Reason cut to 64 bytes)
+	ClockStep ClockStep    // FindingClockStep
 	// Transport is FindingTransport's loss, and for a FindingGap the
 	// transport loss that explains it: the listed one of its stream, with
 	// the lowest first position, whose range shares a position with the
@@ -241,6 +250,7 @@ type LossTotals struct {
 	Conflicts    uint64 // conflicting copies refused (FindingConflict)
 	Unended      uint64 // streams without a StreamEnded record (FindingUnended)
 	TrimShown    uint64 // streams with frames below a capture's Trimmed record (FindingTrimShown)
+	ClockSteps   uint64 // steps of a wall clock (FindingClockStep)
 	Transport    uint64 // transport losses (FindingTransport; not a loss of the input)
 	Undelivered  uint64 // frames they say were not delivered
 	Uncompared   uint64 // copies not compared with their first (FindingUncompared; not a loss)
@@ -248,10 +258,10 @@ type LossTotals struct {
 
 // Losses returns how many losses of the inputs there are, what ds gaps
 // --check fails on: every finding but the notes (live, trimmed,
-// subscriber drops, transport losses). Frames an output of a stream lost
+// subscriber drops, transport losses); a clock step counts too. Frames an output of a stream lost
 // are counted here only where an input lacks them, as gaps.
 func (t LossTotals) Losses() uint64 {
-	return t.Damaged + t.Torn + t.Starts + t.Gaps + t.Drops + t.Conflicts + t.Unended + t.TrimShown
+	return t.Damaged + t.Torn + t.Starts + t.Gaps + t.Drops + t.Conflicts + t.Unended + t.TrimShown + t.ClockSteps
 }
 
 // Noted returns how many notes [LossTotals.String] gives after the
@@ -290,6 +300,7 @@ func (t LossTotals) String() string {
 	add(t.Conflicts > 0, "%s", textfmt.Nouns(t.Conflicts, "conflict"))
 	add(t.Unended > 0, "%s not ended", textfmt.Nouns(t.Unended, "stream"))
 	add(t.TrimShown > 0, "%s with frames below a capture's Trimmed record", textfmt.Nouns(t.TrimShown, "stream"))
+	add(t.ClockSteps > 0, "%s", textfmt.Nouns(t.ClockSteps, "clock step"))
 	note(t.SubDrops > 0, "%s (%s lost by subscribers)", textfmt.Nouns(t.SubDrops, "subscriber drop"), textfmt.Nouns(t.SubDropped, "frame copy"))
 	note(t.Transport > 0, "%s (%s not delivered by an output)", textfmt.Nouns(t.Transport, "transport loss"), textfmt.Nouns(t.Undelivered, "frame"))
 	note(t.Uncompared > 0, "%s not compared with the first", textfmt.Nouns(t.Uncompared, "copy"))
@@ -365,6 +376,9 @@ type gapStream struct {
 	hasHealth bool
 	transport frames.ChannelID // of datastream.transport, when hasTransp
 	hasTransp bool
+	clock     frames.ChannelID // of datastream.clock, when hasClock
+	hasClock  bool
+	steps     clockStepper
 	firstSeq  uint64          // of the first segment header read
 	before    frames.Position // trimmed by a store below this position
 	trimHoles []segments.Gap  // holes below a capture's Trimmed record: trimmed, not gaps
@@ -487,6 +501,9 @@ func (g *Gaps) Channel(d frames.ChannelDescriptor) {
 	}
 	if d.Name == frames.TransportChannel && !st.hasTransp {
 		st.transport, st.hasTransp = d.ID, true
+	}
+	if d.Name == frames.ClockChannel && !st.hasClock {
+		st.clock, st.hasClock = d.ID, true
 	}
 }
 
@@ -630,6 +647,9 @@ func (g *Gaps) item(it segments.Item) {
 		if st.hasTransp && it.Frame.Channel == st.transport {
 			g.transportLoss(st, it.Frame)
 		}
+		if st.hasClock && it.Frame.Channel == st.clock {
+			g.clockReading(st, it.Frame)
+		}
 	case segments.ItemLate:
 		p := it.Frame.Position
 		if st.n == 0 {
@@ -722,6 +742,19 @@ func (g *Gaps) transportLoss(st *gapStream, f frames.Frame) {
 	g.totals.Transport++
 	g.totals.Undelivered += t.Frames
 	g.add(st, Finding{Kind: FindingTransport, Position: f.Position, Transport: &t})
+}
+
+// clockReading reads a datastream.clock record of st, in position order
+// (a late one says nothing of the readings around it).
+func (g *Gaps) clockReading(st *gapStream, f frames.Frame) {
+	r, ok := decodeClockReading(f.Position, f.Payload)
+	if !ok {
+		return
+	}
+	if c, ok := st.steps.next(r); ok {
+		g.totals.ClockSteps++
+		g.add(st, Finding{Kind: FindingClockStep, ClockStep: c})
+	}
 }
 
 // subscriberTracker follows the subscriber drop counters of one stream's
@@ -938,6 +971,8 @@ func (f *Finding) at() frames.Position {
 		return f.Transport.From
 	case FindingSubscriberDrop:
 		return f.From
+	case FindingClockStep:
+		return f.ClockStep.Position
 	}
 	return f.Position
 }
@@ -1048,6 +1083,8 @@ func (f *Finding) text() string {
 		return fmt.Sprintf("%d more not listed (at most %d are)", f.Count, MaxListedFindings)
 	case FindingTrimmed:
 		return string(appendStoreTrimmedMsg(nil, f.Gap.From, f.Gap.To)) + ": not a loss"
+	case FindingClockStep:
+		return f.ClockStep.String()
 	case FindingTrimShown:
 		return fmt.Sprintf("a Trimmed record (positions below %d) in a capture file: %s below it shown, not hidden (a store's record, which a capture cannot hold with them)", f.Position, textfmt.Nouns(f.Frames, "frame"))
 	}
@@ -1072,6 +1109,8 @@ func (f *Finding) text() string {
 //	"transport":{"output":S,"from":F,"to":T,"frames":N,"reason":R,"since_unix_ms":MS,"until_unix_ms":MS}
 //	"more":{"count":N}
 //	"trimmed":{"from":F,"to":T,"count":N}
+//	"trim_shown":{"before":P,"frames":N}
+//	"clock_step":{"position":P,"after":A,"step_ns":S,"elapsed_ns":E,"from_unix_ns":F,"to_unix_ns":T}
 //	"uncompared":{"copies":N}
 //
 // A torn tail is a "damage" object with "torn_tail":true. A gap that a
@@ -1128,6 +1167,7 @@ type (
 		More              *jsonMore           `json:"more,omitempty"`
 		Trimmed           *jsonGap            `json:"trimmed,omitempty"`
 		TrimShown         *jsonTrimShown      `json:"trim_shown,omitempty"`
+		ClockStep         *ClockStep          `json:"clock_step,omitempty"`
 		Uncompared        *jsonUncompared     `json:"uncompared,omitempty"`
 	}
 	jsonUncompared struct {
@@ -1221,6 +1261,9 @@ func (f *Finding) jsonValue() any {
 		v.TrimShown = &jsonTrimShown{Before: f.Position, Frames: f.Frames}
 	case FindingUncompared:
 		v.Uncompared = &jsonUncompared{Copies: f.Frames}
+	case FindingClockStep:
+		c := f.ClockStep
+		v.ClockStep = &c
 	}
 	return v
 }

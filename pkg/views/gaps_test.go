@@ -489,6 +489,8 @@ func FuzzGaps(f *testing.F) {
 			case FindingTransport:
 				count.Transport++
 				count.Undelivered += f.Transport.Frames
+			case FindingClockStep:
+				count.ClockSteps++
 			case FindingMore:
 				more = true
 			}

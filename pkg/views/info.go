@@ -95,6 +95,14 @@ type StreamSummary struct {
 	TimeStart         *string       `json:"time_start"` // RFC 3339, from datastream.clock
 	TimeEnd           *string       `json:"time_end"`
 	DurationNS        *int64        `json:"duration_ns"`
+	// ClockSteps lists the first 100 steps of the stream's wall clock
+	// (see [ClockStep]), ClockStepCount counts them; both are omitted
+	// when there is none. Read from summaries, which keep the first and
+	// last clock reading of each segment, a step is placed at the first
+	// reading read after it, and After, FromUnixNS and ElapsedNS are of
+	// the reading read before it (ds gaps reads every record).
+	ClockSteps     []ClockStep `json:"clock_steps,omitempty"`
+	ClockStepCount uint64      `json:"clock_step_count,omitempty"`
 }
 
 // DamageSummary is one damaged byte range of an input.
@@ -133,7 +141,15 @@ type Info struct {
 	order   []*infoStream
 	last    *infoStream // the stream of the previous call, to skip the map lookup
 	files   []*FileSummary
+	// clockRuns is how many more runs of clock readings the streams may
+	// hold (see clockRuns): a bound on what hostile clocks cost.
+	clockRuns int
 }
+
+// maxClockRuns bounds the runs of clock readings an [Info] holds over all
+// streams (about 64 bytes each); past it, readings that need a new run
+// are not taken, and steps beyond them are not seen.
+const maxClockRuns = 1 << 16
 
 // infoStream is what Info keeps of one stream: about 200 bytes, plus its
 // channels and lists.
@@ -147,6 +163,7 @@ type infoStream struct {
 	start    bool       // position 0 was read
 	ended    bool
 	t0, t1   int64
+	clock    *clockRuns // nil until a reading with both clocks
 }
 
 // infoLists is what Info keeps of a stream beyond its counts, allocated
@@ -206,7 +223,7 @@ func NewExactInfo(memory int) *Info {
 }
 
 func newInfo(opts segments.AssemblerOptions) *Info {
-	in := &Info{streams: make(map[frames.StreamID]*infoStream)}
+	in := &Info{streams: make(map[frames.StreamID]*infoStream), clockRuns: maxClockRuns}
 	in.asm = segments.NewAssemblerWith(opts, in.item)
 	return in
 }
@@ -475,11 +492,18 @@ func (in *Info) item(it segments.Item) {
 func (in *Info) decode(st *infoStream, name string, f frames.Frame) {
 	switch {
 	case name == frames.ClockChannel:
-		if ns, ok := decodeClock(f.Payload); ok && ns > 0 {
+		r, both := decodeClockReading(f.Position, f.Payload)
+		if ns := r.unix; ns > 0 {
 			if st.t0 == 0 || ns < st.t0 {
 				st.t0 = ns
 			}
 			st.t1 = max(st.t1, ns)
+		}
+		if both {
+			if st.clock == nil {
+				st.clock = &clockRuns{}
+			}
+			st.clock.add(r, &in.clockRuns)
 		}
 	case name == frames.HealthChannel:
 		in.health(st, f, false)
@@ -649,6 +673,14 @@ func (in *Info) summarize(st *infoStream) StreamSummary {
 		d := st.t1 - st.t0
 		sum.TimeStart, sum.TimeEnd, sum.DurationNS = &a, &b, &d
 	}
+	if st.clock != nil {
+		st.clock.steps(func(c ClockStep) {
+			sum.ClockStepCount++
+			if len(sum.ClockSteps) < maxListedGaps {
+				sum.ClockSteps = append(sum.ClockSteps, c)
+			}
+		})
+	}
 	return sum
 }
 
@@ -794,6 +826,15 @@ func writeInfoText(w io.Writer, files []FileSummary, n int, stream func(int) Str
 		fmt.Fprintf(tw, "  frames\t%d (%d payload bytes) in %d segments\n", s.Frames, s.Bytes, s.Segments)
 		if s.TimeStart != nil {
 			fmt.Fprintf(tw, "  time\t%s – %s (%s)\n", *s.TimeStart, *s.TimeEnd, time.Duration(*s.DurationNS).Round(time.Millisecond))
+		}
+		if n := max(s.ClockStepCount, uint64(len(s.ClockSteps))); n > 0 {
+			fmt.Fprintf(tw, "  clock steps\t%d (the wall clock jumped: times after a step are off by it)\n", n)
+			for _, c := range s.ClockSteps {
+				fmt.Fprintf(tw, "  \t%s\n", c)
+			}
+			if n > uint64(len(s.ClockSteps)) {
+				fmt.Fprintf(tw, "  \t… %d more\n", n-uint64(len(s.ClockSteps)))
+			}
 		}
 		fmt.Fprintf(tw, "  gaps\t%d (%d frames missing)\n", s.GapCount, s.MissingFrames)
 		for _, g := range s.Gaps {

@@ -19,12 +19,13 @@ const maxLine = 1 << 20
 
 // partial is the unfinished line held for one text channel of a stream.
 type partial struct {
-	st   *streamInfo
-	ch   *chanInfo
-	pos  frames.Position
-	last frames.Position // the position of the last frame joined
-	ns   int64           // the stream's clock reading when the line started
-	buf  []byte
+	st     *streamInfo
+	ch     *chanInfo
+	pos    frames.Position
+	last   frames.Position // the position of the last frame joined
+	ns     int64           // the stream's clock reading when the line started
+	steady int64           // and its steady time (see timebase)
+	buf    []byte
 	// cut is set when the line was printed unfinished (another line of
 	// the stream had to come after it, or it reached maxLine): the rest of
 	// it, up to its newline, is printed as a line of its own unless empty.
@@ -32,11 +33,14 @@ type partial struct {
 }
 
 // lineSpan is where a text line being printed lies: the positions of its
-// first and last frames, and whether it ended with a newline (a held
-// line printed unfinished did not).
+// first and last frames, whether it ended with a newline (a held line
+// printed unfinished did not), and whether it continues a line printed
+// unfinished before it (the rest of a cut line). The text format marks
+// both (lineMark), --json says "partial" and "continues".
 type lineSpan struct {
 	pos, last frames.Position
 	nl        bool
+	cont      bool
 }
 
 // joiner holds the unfinished lines of every stream, in the order they
@@ -111,9 +115,9 @@ func (p *Printer) flushPartial(pl *partial) {
 // printPartial prints a held partial line as it is and empties it; what
 // follows it on its channel, up to a newline, is the rest of a cut line.
 func (p *Printer) printPartial(pl *partial) {
-	p.clock.lineNS = pl.ns
+	p.clock.lineNS, p.clock.lineSteady = pl.ns, pl.steady
 	if !pl.cut || !blankLine(pl.buf) || p.format == FormatJSON {
-		p.printText(pl.st, pl.ch, lineSpan{pos: pl.pos, last: pl.last}, pl.buf)
+		p.printText(pl.st, pl.ch, lineSpan{pos: pl.pos, last: pl.last, cont: pl.cut}, pl.buf)
 	}
 	pl.buf, pl.cut = pl.buf[:0], true
 }
@@ -133,7 +137,7 @@ func (p *Printer) joinText(st *streamInfo, ci *chanInfo, f *frames.Frame) {
 		if i < 0 {
 			pl = p.lines.open(st, ci)
 			if len(pl.buf) == 0 {
-				pl.pos, pl.ns = pos, st.clock.ns
+				pl.pos, pl.ns, pl.steady = pos, st.clock.ns, st.clock.steady
 			}
 			pl.last = f.Position
 			pl.buf = append(pl.buf, data...)
@@ -144,12 +148,12 @@ func (p *Printer) joinText(st *streamInfo, ci *chanInfo, f *frames.Frame) {
 		}
 		line := data[:i]
 		cut := false
-		ns := st.clock.ns
+		ns, steady := st.clock.ns, st.clock.steady
 		if pl != nil {
 			if len(pl.buf) > 0 {
 				pl.buf = append(pl.buf, line...)
 				line = pl.buf
-				ns = pl.ns
+				ns, steady = pl.ns, pl.steady
 			}
 			cut, pl.cut = pl.cut, false
 		}
@@ -157,8 +161,8 @@ func (p *Printer) joinText(st *streamInfo, ci *chanInfo, f *frames.Frame) {
 			// One text line, after the held partial lines of the
 			// stream's other channels that started before it.
 			p.cutBefore(st, pos, pl)
-			p.clock.lineNS = ns
-			p.printText(st, ci, lineSpan{pos: pos, last: f.Position, nl: true}, line)
+			p.clock.lineNS, p.clock.lineSteady = ns, steady
+			p.printText(st, ci, lineSpan{pos: pos, last: f.Position, nl: true, cont: cut}, line)
 		}
 		if pl != nil {
 			pl.buf = pl.buf[:0]

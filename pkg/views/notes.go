@@ -10,6 +10,7 @@ import (
 
 // This file holds the notes a [Printer] prints among the lines: gaps,
 // drops (datastream.health), transport losses (datastream.transport),
+// steps of the wall clock (datastream.clock),
 // positions trimmed after a cursor or by a store, where a stream read
 // from part-way starts, and damaged ranges of an input. In the text
 // format a note is a line whose position column is "~" ("!" for damage)
@@ -118,6 +119,39 @@ func (p *Printer) transport(st *streamInfo, at frames.Position, t *TransportLoss
 	p.lossNote(st, "lost", p.msg)
 }
 
+// clockStep shows, in place at position c.Position (its datastream.clock
+// record's), a step of stream st's wall clock.
+func (p *Printer) clockStep(st *streamInfo, c ClockStep) {
+	if p.format == FormatCat {
+		return
+	}
+	p.cutNote(st, c.Position)
+	p.msg = append(p.msg[:0], c.String()...)
+	if p.format == FormatJSON {
+		p.jsonNote(appendClockStepJSON(p.jsonNoteHead(st, "clock_step"), c), p.msg)
+		return
+	}
+	p.lossNote(st, "clock", p.msg)
+}
+
+// appendClockStepJSON appends the body of a clock step's object,
+// `{"position":P,"after":A,"step_ns":S,"elapsed_ns":E,"from_unix_ns":F,"to_unix_ns":T}`.
+func appendClockStepJSON(b []byte, c ClockStep) []byte {
+	b = append(b, `{"position":`...)
+	b = strconv.AppendUint(b, uint64(c.Position), 10)
+	b = append(b, `,"after":`...)
+	b = strconv.AppendUint(b, uint64(c.After), 10)
+	b = append(b, `,"step_ns":`...)
+	b = strconv.AppendInt(b, c.StepNS, 10)
+	b = append(b, `,"elapsed_ns":`...)
+	b = strconv.AppendInt(b, c.ElapsedNS, 10)
+	b = append(b, `,"from_unix_ns":`...)
+	b = strconv.AppendInt(b, c.FromUnixNS, 10)
+	b = append(b, `,"to_unix_ns":`...)
+	b = strconv.AppendInt(b, c.ToUnixNS, 10)
+	return append(b, '}')
+}
+
 // start shows that a stream's frames before position pos are not in the
 // input (it was cut off at its start, or is the end of a longer capture):
 // not a loss, and not counted as one.
@@ -160,7 +194,7 @@ func (p *Printer) checkTrimmed(st *streamInfo, pos frames.Position) {
 	}
 	st.sel.checked = true
 	if pos > st.sel.after+1 {
-		p.clock.lineNS = st.clock.ns
+		p.clock.at(&st.clock)
 		p.losses.Trimmed += uint64(pos - st.sel.after - 1)
 		p.trimmed(st, st.sel.after+1, pos-1, false)
 	}
@@ -180,7 +214,7 @@ func (p *Printer) storeTrimmed(st *streamInfo, first, last frames.Position) {
 		from = max(first, st.sel.after+1)
 		p.losses.Trimmed += uint64(last-from) + 1
 	}
-	p.clock.lineNS = st.clock.ns
+	p.clock.at(&st.clock)
 	p.trimmed(st, from, last, !st.sel.hasAfter)
 }
 

@@ -201,9 +201,11 @@ func (p *Printer) Untimed() []frames.StreamID { return p.sel.untimed }
 
 // Item renders one assembled item. A datastream.health record that
 // reports refused submissions (see [Drop]) is preceded by a drop line,
-// and a datastream.transport record that reports positions an output did
-// not deliver (see [TransportLoss]) by a "lost" line, whatever the
-// channel filter: a loss concerns the whole stream.
+// a datastream.transport record that reports positions an output did
+// not deliver (see [TransportLoss]) by a "lost" line, and a
+// datastream.clock record that shows a step of the wall clock (see
+// [ClockStep]) by a "clock" line, whatever the channel filter: these
+// concern the whole stream.
 func (p *Printer) Item(it segments.Item) {
 	if p.err != nil {
 		return
@@ -240,7 +242,7 @@ func (p *Printer) itemGap(st *streamInfo, g segments.Gap) {
 	}
 	p.losses.Gaps++
 	p.losses.MissingFrames += g.Count
-	p.clock.lineNS = st.clock.ns
+	p.clock.at(&st.clock)
 	p.gap(st, g)
 }
 
@@ -253,7 +255,7 @@ func (p *Printer) itemFrame(st *streamInfo, kind segments.ItemKind, f *frames.Fr
 		if f.Position == 0 {
 			st.notes.fromStart = true
 		}
-		if f.Channel == st.clock.id && st.clock.id != 0 && p.clock.read(&st.clock, f.Payload) && st.sel.untimed {
+		if f.Channel == st.clock.id && st.clock.id != 0 && p.clock.read(&st.clock, f.Position, f.Payload) && st.sel.untimed {
 			p.sel.clocked(st)
 		}
 	}
@@ -261,7 +263,14 @@ func (p *Printer) itemFrame(st *streamInfo, kind segments.ItemKind, f *frames.Fr
 	if kind == segments.ItemFrame && !p.sel.beyond(st, f.Position, p.clock.startNS) {
 		st.read.take(f.Position)
 	}
-	p.clock.lineNS = st.clock.ns
+	p.clock.at(&st.clock)
+	if st.clock.stepped {
+		st.clock.stepped = false
+		if show {
+			p.losses.ClockSteps++
+			p.clockStep(st, st.clock.step)
+		}
+	}
 	if kind != segments.ItemConflict && st.notes.reads(f.Channel) {
 		p.records(st, kind, f, show)
 	}

@@ -86,7 +86,8 @@ func (j *jsonLayout) appendFrame(b []byte, st *streamInfo, ci *chanInfo, kind se
 // appendLine appends the object of one text line of channel ci of stream
 // st (FormatJSON without JSONFrames), whose time is ns: the line's bytes
 // exact, its newline included when it had one, from its first frame's
-// position to its last's.
+// position to its last's; "partial":true when it was printed before its
+// newline, "continues":true when it is the rest of a line printed so.
 func (j *jsonLayout) appendLine(b []byte, st *streamInfo, ci *chanInfo, sp lineSpan, ns int64, line []byte) []byte {
 	b = append(b, st.jsonHead...)
 	b = append(b, `,"position":`...)
@@ -117,6 +118,9 @@ func (j *jsonLayout) appendLine(b []byte, st *streamInfo, ci *chanInfo, sp lineS
 	}
 	if !sp.nl {
 		b = append(b, `,"partial":true`...)
+	}
+	if sp.cont {
+		b = append(b, `,"continues":true`...)
 	}
 	b = st.clock.appendJSON(b, ns)
 	return append(b, "}\n"...)

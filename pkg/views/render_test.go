@@ -50,7 +50,7 @@ func TestLogTextMergedWithNames(t *testing.T) {
 	want := "" +
 		"     0  host.resource        {\"cpu_pct\":12.5,\"mem_mb\":1024}\n" +
 		"     ~  gap                  position 1 missing (1 frame)\n" +
-		"     2  proc.trainer.stdout  hello\n"
+		"     2  proc.trainer.stdout  hello…\n"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
@@ -95,7 +95,7 @@ func TestLogTextLineJoiningAndCR(t *testing.T) {
 		"     1  proc.trainer.stdout  compiling foo.c\n" +
 		"     2  proc.trainer.stdout  next line\n" +
 		"     4  proc.trainer.stdout  100%\n" +
-		"     5  proc.trainer.stdout  unterminated\n"
+		"     5  proc.trainer.stdout  unterminated…\n"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
@@ -471,8 +471,8 @@ func TestLogJSONTimePerStream(t *testing.T) {
 	item(s2, on(1, 1, `{"unix_ns":2000000000, "mono_ns":0}`))
 	item(S, on(2, 3, "d"))
 	item(s2, on(2, 2, "e"))
-	item(S, on(1, 4, `{"unix_ns":3000000000,"mono_ns":1}`))
-	item(S, on(1, 5, `{"unix_ns":0,"mono_ns":2}`)) // not a reading
+	item(S, on(1, 4, `{"unix_ns":3000000000,"mono_ns":2000000000}`)) // the clocks move alike: no step
+	item(S, on(1, 5, `{"unix_ns":0,"mono_ns":2}`))                   // not a reading
 	item(S, on(2, 6, "f"))
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
@@ -525,9 +525,9 @@ func TestLogChannelIDs(t *testing.T) {
 	want := "" +
 		"     0  #4294967295       x\\x0a\n" + // shown whole, as bytes
 		"     1  #300              y\\x0a\n" +
-		"1234567  big               jo\n" +
+		"1234567  big               jo…\n" +
 		"1234568  mid               one\n" +
-		"1234569  big               ined\n" +
+		"1234569  big               …ined\n" +
 		"1234570  small             seven\n" +
 		"1234571  big               again\n"
 	if diff := cmp.Diff(want, run(FormatText)); diff != "" {
@@ -537,6 +537,7 @@ func TestLogChannelIDs(t *testing.T) {
 	for _, want := range []string{
 		`"position":0,"channel":null,"channel_id":4294967295,"content":null,"bytes_b64":"eAo=","text":"x\\x0a"}`,
 		`"position":1234567,"last_position":1234567,"channel":"big","channel_id":4294967295,"content":"TextStream","text":"jo","partial":true}`,
+		`"position":1234569,"last_position":1234569,"channel":"big","channel_id":4294967295,"content":"TextStream","text":"ined\n","continues":true}`,
 		`"position":1234570,"last_position":1234570,"channel":"small","channel_id":7,"content":"TextStream","text":"seven\n"}`,
 	} {
 		if !strings.Contains(js, want) {

@@ -46,6 +46,7 @@ type textLayout struct {
 	// to their stream column.
 	short    map[frames.StreamID]string
 	grepFrom int    // where the payload starts in the line being rendered, -1 for loss lines
+	grepTo   int    // where it ends (before its mark and newline), -1 but for text lines
 	col      []byte // scratch for the stream column
 }
 
@@ -242,7 +243,7 @@ func (l *textLayout) appendPrefix(b []byte, tb *timebase, pos frames.Position, c
 		b = appendPad(b, l.nameW-(len(b)-n))
 	}
 	b = append(b, "  "...)
-	l.grepFrom = len(b)
+	l.grepFrom, l.grepTo = len(b), -1
 	return b
 }
 
@@ -255,7 +256,7 @@ func (l *textLayout) appendLossPrefix(b []byte, tb *timebase, mark string, s sty
 	b = l.appendStyled(b, s, mark)
 	b = append(b, "  "...)
 	b = tb.appendColumn(b)
-	l.grepFrom = -1
+	l.grepFrom, l.grepTo = -1, -1
 	b = l.appendStyled(b, s, what)
 	b = appendPad(b, l.nameW-utf8.RuneCountInString(what))
 	return append(b, "  "...)
@@ -265,8 +266,14 @@ func (l *textLayout) appendLossPrefix(b []byte, tb *timebase, mark string, s sty
 // -g hides it: a stream column leads it when the printer knows of more
 // than one stream (LogOptions.StreamColumn).
 func (p *Printer) out(st *streamInfo, line []byte) {
-	if p.sel.Grep != nil && p.text.grepFrom >= 0 && p.text.grepFrom < len(line) && !p.sel.Grep.Match(line[p.text.grepFrom:len(line)-1]) {
-		return
+	if p.sel.Grep != nil && p.text.grepFrom >= 0 && p.text.grepFrom < len(line) {
+		end := len(line) - 1
+		if to := p.text.grepTo; to >= p.text.grepFrom && to < end {
+			end = to
+		}
+		if !p.sel.Grep.Match(line[p.text.grepFrom:end]) {
+			return
+		}
 	}
 	p.clock.printed()
 	if p.text.multi {
@@ -276,7 +283,16 @@ func (p *Printer) out(st *streamInfo, line []byte) {
 	p.write(line)
 }
 
-// printText prints one text line as it is (in FormatJSON, as an object).
+// lineMark is the text format's mark of a line printed in pieces: it ends
+// a line printed before its newline (an unfinished line: the stream ended
+// without it, or something of another channel of the stream, a 1 MiB
+// piece or a quiet live input made the printer print it first), and it
+// starts the row that continues such a line. --cat has no marks; --json
+// says "partial" and "continues".
+const lineMark = "…"
+
+// printText prints one text line as it is (in FormatJSON, as an object),
+// marked when it is unfinished or continues one (see lineMark).
 func (p *Printer) printText(st *streamInfo, ci *chanInfo, sp lineSpan, line []byte) {
 	if p.format == FormatJSON {
 		p.jsonText(st, ci, sp, line)
@@ -285,43 +301,73 @@ func (p *Printer) printText(st *streamInfo, ci *chanInfo, sp lineSpan, line []by
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1] // CRLF is a line end
 	}
-	p.line = p.text.appendPrefix(p.line[:0], &p.clock, sp.pos, ci, ci.desc.ID)
+	p.line = p.textHead(sp.pos, ci, sp.cont)
 	if b, ok := p.text.appendText(p.line, line, true); ok {
-		p.line = append(b, '\n')
-		p.out(st, p.line)
+		p.line = p.textEnd(st, b, sp.nl)
 		return
 	}
 	// The line holds CRs (b stopped at the first).
 	if p.text.crSegments {
+		head := sp.cont
 		for {
 			i := bytes.IndexByte(line, '\r')
 			if i < 0 {
 				break
 			}
-			p.textSegment(st, ci, sp.pos, line[:i])
+			p.textSegment(st, ci, sp.pos, line[:i], head, true)
+			head = false
 			line = line[i+1:]
 		}
-	} else {
-		// A terminal shows the last segment written over the others: the
-		// last that is not empty.
-		for {
-			i := bytes.LastIndexByte(line, '\r')
-			if i < 0 || i+1 < len(line) {
-				line = line[i+1:]
-				break
-			}
-			line = line[:i]
-		}
+		p.textSegment(st, ci, sp.pos, line, head, sp.nl)
+		return
 	}
-	p.textSegment(st, ci, sp.pos, line)
+	// A terminal shows the last segment written over the others: the
+	// last that is not empty. One after a CR does not continue what the
+	// row continues: it overwrites it.
+	cont := sp.cont
+	for {
+		i := bytes.LastIndexByte(line, '\r')
+		if i < 0 || i+1 < len(line) {
+			cont = cont && i < 0
+			line = line[i+1:]
+			break
+		}
+		line = line[:i]
+	}
+	p.textSegment(st, ci, sp.pos, line, cont, sp.nl)
 }
 
-// textSegment prints one segment of a text line, without CRs.
-func (p *Printer) textSegment(st *streamInfo, ci *chanInfo, pos frames.Position, line []byte) {
-	p.line = p.text.appendPrefix(p.line[:0], &p.clock, pos, ci, ci.desc.ID)
+// textSegment prints one segment of a text line, without CRs: with cont,
+// after the mark of a continued line; without nl, before that of an
+// unfinished one.
+func (p *Printer) textSegment(st *streamInfo, ci *chanInfo, pos frames.Position, line []byte, cont, nl bool) {
+	p.line = p.textHead(pos, ci, cont)
 	p.line, _ = p.text.appendText(p.line, line, false)
-	p.line = append(p.line, '\n')
-	p.out(st, p.line)
+	p.line = p.textEnd(st, p.line, nl)
+}
+
+// textHead starts p.line with the columns of a text line at pos of
+// channel ci and, when cont, the mark of a continued line (which -g does
+// not see).
+func (p *Printer) textHead(pos frames.Position, ci *chanInfo, cont bool) []byte {
+	b := p.text.appendPrefix(p.line[:0], &p.clock, pos, ci, ci.desc.ID)
+	if cont {
+		b = p.text.appendStyled(b, stylePosition, lineMark)
+		p.text.grepFrom = len(b)
+	}
+	return b
+}
+
+// textEnd ends the text line b, with the mark of an unfinished line
+// unless nl (which -g does not see), and prints it; it returns the line.
+func (p *Printer) textEnd(st *streamInfo, b []byte, nl bool) []byte {
+	p.text.grepTo = len(b)
+	if !nl {
+		b = p.text.appendStyled(b, stylePosition, lineMark)
+	}
+	b = append(b, '\n')
+	p.out(st, b)
+	return b
 }
 
 // textRecord prints frame f of channel ci (nil: one without a descriptor)

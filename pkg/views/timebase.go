@@ -30,7 +30,8 @@ const (
 	// first clock reading the printer saw), "+12.345678".
 	TimeSinceStart
 	// TimeDelta shows seconds since the previous line printed, to find
-	// stalls, "+0.000123".
+	// stalls, "+0.000123", measured across a step of the wall clock by
+	// the monotonic clock (see ClockStep).
 	TimeDelta
 	// TimeUnix shows Unix seconds with nanoseconds, "1764584035.123456789".
 	TimeUnix
@@ -59,39 +60,62 @@ func ParseTimeMode(s string) (mode TimeMode, utc bool, err error) {
 // timebase is the printer's clock: the start of the inputs, the time of
 // the line being rendered and of the previous one printed, and the time
 // column those make.
+//
+// A line's steady time is its time less the steps its stream's wall clock
+// made before it (see ClockStep): --time=delta measures by it, so that a
+// step of the wall clock, which ds log shows in place, does not make a
+// stall or a negative delta.
 type timebase struct {
-	column  TimeMode // the text format's time column (TimeNone in the other formats)
-	utc     bool
-	startNS int64 // the first clock reading seen: the start of the inputs
-	lineNS  int64 // the time of the line being rendered (0: before any reading)
-	prevNS  int64 // the time of the previous line printed (TimeDelta)
+	column     TimeMode // the text format's time column (TimeNone in the other formats)
+	utc        bool
+	startNS    int64 // the first clock reading seen: the start of the inputs
+	lineNS     int64 // the time of the line being rendered (0: before any reading)
+	lineSteady int64 // its steady time
+	prevNS     int64 // the time of the previous line printed (TimeDelta)
+	prevSteady int64 // its steady time
 }
 
 // streamTime is one stream's clock: its datastream.clock channel and
-// latest reading, and that reading as --json shows it.
+// latest reading, the steps of its wall clock, and that reading as --json
+// shows it.
 type streamTime struct {
 	id       frames.ChannelID // datastream.clock, 0 if undeclared
 	ns       int64            // latest clock reading, 0 if none yet
-	timeNS   int64            // the reading timeJSON shows
-	timeJSON []byte           // `,"time":"…"` of timeNS
+	steady   int64            // ns less corrNS
+	corrNS   int64            // the sum of the steps of the wall clock so far
+	steps    clockStepper
+	step     ClockStep // the step the latest reading showed, if stepped
+	stepped  bool
+	timeNS   int64  // the reading timeJSON shows
+	timeJSON []byte // `,"time":"…"` of timeNS
 }
 
-// read takes in a datastream.clock record of clock c; it reports whether
-// the record held a reading.
-func (tb *timebase) read(c *streamTime, payload []byte) bool {
-	ns, ok := decodeClock(payload)
-	if !ok || ns <= 0 {
-		return false
+// read takes in the datastream.clock record at pos of clock c; it reports
+// whether the record held a reading. A step of the wall clock since the
+// previous reading is left in c.step, with c.stepped set.
+func (tb *timebase) read(c *streamTime, pos frames.Position, payload []byte) bool {
+	r, both := decodeClockReading(pos, payload)
+	if r.unix <= 0 {
+		return false // not a reading (or not decodable)
 	}
-	c.ns = ns
+	if both {
+		if s, ok := c.steps.next(r); ok {
+			c.step, c.stepped = s, true
+			c.corrNS += s.StepNS
+		}
+	}
+	c.ns, c.steady = r.unix, r.unix-c.corrNS
 	if tb.startNS == 0 {
-		tb.startNS = ns
+		tb.startNS = r.unix
 	}
 	return true
 }
 
+// at makes the time of the line being rendered clock c's latest reading.
+func (tb *timebase) at(c *streamTime) { tb.lineNS, tb.lineSteady = c.ns, c.steady }
+
 // printed notes that the line being rendered was printed.
-func (tb *timebase) printed() { tb.prevNS = tb.lineNS }
+func (tb *timebase) printed() { tb.prevNS, tb.prevSteady = tb.lineNS, tb.lineSteady }
 
 // appendColumn appends the time column of the line being rendered (its
 // time is tb.lineNS) and two spaces; nothing when there is no column.
@@ -121,7 +145,7 @@ func (tb *timebase) appendColumn(b []byte) []byte {
 		if tb.prevNS == 0 {
 			b = appendSeconds(b, 0)
 		} else {
-			b = appendSeconds(b, ns-tb.prevNS)
+			b = appendSeconds(b, tb.lineSteady-tb.prevSteady)
 		}
 	}
 	w := timeWidth(tb.column)
@@ -177,13 +201,20 @@ func (c *streamTime) appendJSON(b []byte, ns int64) []byte {
 }
 
 // decodeClock returns the UnixNS of a datastream.clock record, and whether
-// it decodes. The form the writer writes, {"unix_ns":N,"mono_ns":M} with
-// integers, is read here; any other goes through frames.DecodeRecord, so
-// that the result is always DecodeRecord's.
+// it decodes (see decodeClockPair).
 func decodeClock(payload []byte) (int64, bool) {
+	unix, _, ok := decodeClockPair(payload)
+	return unix, ok
+}
+
+// decodeClockPair returns the UnixNS and MonoNS of a datastream.clock
+// record (MonoNS -1 when the record has none), and whether it decodes.
+// The form the writer writes, {"unix_ns":N,"mono_ns":M} with integers, is
+// read here; any other goes through frames.DecodeRecord, so that the
+// result is always DecodeRecord's.
+func decodeClockPair(payload []byte) (unix, mono int64, ok bool) {
 	const head, mid = `{"unix_ns":`, `,"mono_ns":`
 	rest, ok := bytes.CutPrefix(payload, []byte(head))
-	var unix int64
 	if ok {
 		unix, rest, ok = cutJSONInt(rest)
 	}
@@ -191,13 +222,13 @@ func decodeClock(payload []byte) (int64, bool) {
 		rest, ok = bytes.CutPrefix(rest, []byte(mid))
 	}
 	if ok {
-		_, rest, ok = cutJSONInt(rest)
+		mono, rest, ok = cutJSONInt(rest)
 	}
 	if ok && len(rest) == 1 && rest[0] == '}' {
-		return unix, true
+		return unix, mono, true
 	}
-	c, err := frames.DecodeRecord(payload, frames.ClockRecord{})
-	return c.UnixNS, err == nil
+	c, err := frames.DecodeRecord(payload, frames.ClockRecord{MonoNS: -1})
+	return c.UnixNS, c.MonoNS, err == nil
 }
 
 // cutJSONInt reads a JSON integer (no fraction or exponent) that fits an

@@ -337,9 +337,9 @@ func TestLogTransportInPlace(t *testing.T) {
 	}
 	got, losses := printTransport(t, LogOptions{}, 0, fs...)
 	want := "" +
-		"     0  proc.job.stdout   one\n" +
+		"     0  proc.job.stdout   one…\n" +
 		"     ~  gap               positions 1–3 missing (3 frames)\n" +
-		"     4  proc.job.stdout    and more\n" +
+		"     4  proc.job.stdout   … and more\n" +
 		"     ~  lost              positions 1–3 (3 frames) not delivered by nats://127.0.0.1:4222/ds: server unreachable: nats: connection closed\n" +
 		"     6  proc.job.stderr   err\n"
 	if diff := cmp.Diff(want, got); diff != "" {
