@@ -37,6 +37,7 @@ type captureOptions struct {
 	Label        string
 	Node         string
 	Life         uint64
+	LifeSet      bool // --life given: Life is the life, 0 included
 	Origin       string
 	Compress     string
 	Flush        time.Duration
@@ -71,7 +72,7 @@ func outputFlag() cli.Flag {
 func captureFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "node", Usage: "stream `NODE` (default: $DS_NODE, else the host name)"},
-		&cli.Uint64Flag{Name: "life", Usage: "stream `LIFE` (default: start time in ns since the Unix epoch)"},
+		&cli.Uint64Flag{Name: "life", Usage: "stream `LIFE`, any number from 0 to 2^64-1 (default: start time in ns since the Unix epoch)"},
 		&cli.StringFlag{Name: "origin", Value: "RemoteNode", Usage: "stream `ORIGIN`: RemoteNode, Orchestrator or Bootstrap"},
 		&cli.StringFlag{Name: "compress", Value: "auto", Usage: "`CODEC` for the capture: zstd, none, or auto (zstd for files, none for stdout, pipes and devices)"},
 		&cli.DurationFlag{Name: "flush", Value: 100 * time.Millisecond, Usage: "drain and flush the capture every `INTERVAL`"},
@@ -91,7 +92,7 @@ func captureOptionsFrom(c *cli.Command) (captureOptions, error) {
 	}
 	o := captureOptions{
 		Append: c.Bool("append"), Overwrite: c.Bool("overwrite"),
-		Node: c.String("node"), Life: c.Uint64("life"), Origin: c.String("origin"),
+		Node: c.String("node"), Life: c.Uint64("life"), LifeSet: c.IsSet("life"), Origin: c.String("origin"),
 		Compress: c.String("compress"), Flush: c.Duration("flush"), Sync: c.Bool("sync"),
 	}
 	files := 0
@@ -146,7 +147,9 @@ func startCapture(o captureOptions, stdout, stderr io.Writer) (*capture.Capture,
 		FailNote: o.FailNote, Poll: o.Poll, Setup: o.Setup,
 		Stream: frames.StreamID{Node: frames.NodeID(captureNode(o.Node)), Life: frames.Life(o.Life)},
 	}
-	if co.Stream.Life == 0 {
+	if !o.LifeSet {
+		// A life is any uint64 (ARCHITECTURE.md rule 2.2), 0 too: only
+		// a missing --life gets the start time.
 		co.Stream.Life = frames.Life(now.UnixNano())
 	}
 	var err error

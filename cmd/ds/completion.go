@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -31,9 +33,11 @@ func completionCommand() *cli.Command {
 		Usage:     "print a shell completion script (bash, zsh or fish)",
 		UsageText: "ds completion bash|zsh|fish",
 		Description: `Prints a script that makes the shell complete ds's commands, their flags,
-the values of flags that take a fixed set of them, file names where a
-command takes files, and the command line after ds wrap. Load it when the
-shell starts:
+the values of flags that take a fixed set of them (--compress zstd, and
+after = too: --time=delta, --json=frames), file names where a command
+takes files, the channel names of the inputs on the command line for
+-c/--channel (the script runs ds completion channels INPUT… for them),
+and the command line after ds wrap. Load it when the shell starts:
 
    source <(ds completion bash)   # in ~/.bashrc
    source <(ds completion zsh)    # in ~/.zshrc, after compinit
@@ -64,7 +68,59 @@ it again after an upgrade (sourcing it at shell start does).`,
 			},
 		})
 	}
+	c.Commands = append(c.Commands, &cli.Command{
+		Name:      "channels",
+		Usage:     "print the channel names of the inputs, for the completion scripts",
+		UsageText: "ds completion channels INPUT…",
+		Hidden:    true,
+		Description: `Prints the names of the channels of the inputs (read as ds info reads
+them: a capture file from its end), one a line, sorted, then the prefixes
+ending in .* that -c takes (proc.*, proc.make.*). The completion scripts
+run it for -c/--channel.`,
+		Action: completionChannelsAction,
+	})
 	return c
+}
+
+// completionChannelsAction is ds completion channels INPUT…: the channel
+// names of the inputs and their prefixes (channelWords), one a line.
+func completionChannelsAction(ctx context.Context, c *cli.Command) error {
+	set, err := newSources(c)
+	if err != nil {
+		return err
+	}
+	root := c.Root()
+	r := newInputs(set, root.Reader, root.Writer, root.ErrWriter)
+	names, err := r.Channels(ctx, c.Args().Slice())
+	var b strings.Builder
+	for _, w := range channelWords(names) {
+		b.WriteString(w + "\n")
+	}
+	if _, werr := io.WriteString(root.Writer, b.String()); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}
+
+// channelWords returns names (sorted) followed by the prefixes -c takes
+// for them, each once and sorted: "proc.make.stdout" adds "proc.*" and
+// "proc.make.*".
+func channelWords(names []string) []string {
+	seen := map[string]bool{}
+	var prefixes []string
+	for _, n := range names {
+		for i := 0; i < len(n); i++ {
+			if n[i] != '.' || i == 0 {
+				continue
+			}
+			if p := n[:i] + ".*"; !seen[p] {
+				seen[p] = true
+				prefixes = append(prefixes, p)
+			}
+		}
+	}
+	slices.Sort(prefixes)
+	return append(slices.Clip(names), prefixes...)
 }
 
 // What the arguments of a command are, for completion.
@@ -84,22 +140,36 @@ var completionArgs = map[string]string{
 	"help": argCommands,
 }
 
-// flagChoices lists the values of flags (by long name) that take one of a
-// fixed set, for completion. A flag whose placeholder is a|b|c takes those.
+// flagChoices lists the values of flags (by long name, or "command.name"
+// where one command's flag differs) that take one of a fixed set, for
+// completion; a flag whose value is optional (--time[=WHEN]) takes them
+// after = only. A flag whose placeholder is a|b|c takes those.
 var flagChoices = map[string][]string{
-	"compress": {"zstd", "none", "auto"},
-	"origin":   {"RemoteNode", "Orchestrator", "Bootstrap"},
-	"content":  {"text", "json", "bytes"},
-	"format":   {"json", "csv", "tsv"},
-	"color":    {"auto", "always", "never"},
+	"compress":       {"zstd", "none", "auto"},
+	"merge.compress": {"zstd", "none"},
+	"origin":         {"RemoteNode", "Orchestrator", "Bootstrap"},
+	"content":        {"text", "json", "bytes"},
+	"format":         {"json", "csv", "tsv"},
+	"color":          {"auto", "always", "never"},
+	"time":           {"wall", "utc", "since-start", "delta", "unix"},
+	"json":           {"frames"},
+}
+
+// choicesOf returns flagChoices for flag long of command cmd.
+func choicesOf(cmd, long string) []string {
+	if c, ok := flagChoices[cmd+"."+long]; ok {
+		return c
+	}
+	return flagChoices[long]
 }
 
 // compFlag is a flag as the completion scripts see it.
 type compFlag struct {
 	flagInfo
-	value   bool     // takes a value (in the next word, or after =)
-	files   bool     // the value is a file or directory name
-	choices []string // the values it takes, when they are a fixed set
+	value    bool     // takes a value (in the next word, or after =)
+	files    bool     // the value is a file or directory name
+	channels bool     // the value is a channel of the inputs (-c of a view)
+	choices  []string // the values it takes (after = only when optional), when they are a fixed set
 }
 
 // compCommand is a command as the completion scripts see it.
@@ -128,6 +198,15 @@ func completionTree(root *cli.Command) []compCommand {
 		if a, ok := completionArgs[c.Name]; ok {
 			cc.args = a
 		}
+		if cc.args == argFiles {
+			// A view's -c names a channel of its inputs (ds emit's
+			// names the channel it creates).
+			for i := range cc.flags {
+				if f := &cc.flags[i]; f.value && !f.files && len(f.choices) == 0 && slices.Contains(f.long, "channel") {
+					f.channels = true
+				}
+			}
+		}
 		if cc.args == argCommands {
 			cc.args, cc.words = "words", names
 		}
@@ -149,14 +228,15 @@ func compFlags(c *cli.Command) []compFlag {
 		if df, ok := f.(cli.DocGenerationFlag); ok && df.TakesValue() && !cf.optional {
 			cf.value = true // in the next word (or after =)
 		}
-		if cf.value {
+		if cf.value || cf.optional {
 			ph := cf.placeholder
 			switch {
 			case strings.Contains(ph, "|"):
 				cf.choices = strings.Split(ph, "|")
-			case len(cf.long) > 0 && flagChoices[cf.long[0]] != nil:
-				cf.choices = flagChoices[cf.long[0]]
-			case strings.Contains(ph, "FILE"), strings.Contains(ph, "DIR"), strings.Contains(ph, "PATH") && !strings.Contains(cf.usage, "gjson"):
+			case len(cf.long) > 0 && choicesOf(c.Name, cf.long[0]) != nil:
+				cf.choices = choicesOf(c.Name, cf.long[0])
+			case cf.optional:
+			case strings.Contains(ph, "FILE"), strings.Contains(ph, "DIR"), ph == "OUT", strings.Contains(ph, "PATH") && !strings.Contains(cf.usage, "gjson"):
 				cf.files = true
 			}
 		}
@@ -204,8 +284,12 @@ __ds_args() {
 			dd=1 argi=$((i + 1))
 			break
 		fi
+		if [[ $w == = ]]; then
+			((i++)) # --flag=value: bash splits it at =
+			continue
+		fi
 		if [[ $w == -* ]]; then
-			[[ $vflags == *" $w "* ]] && ((i++))
+			[[ ${COMP_WORDS[i+1]} != = && $vflags == *" $w "* ]] && ((i++))
 			continue
 		fi
 		argi=$i
@@ -229,10 +313,49 @@ __ds_args() {
 	esac
 }
 
+# __ds_inputs FIRST VALUE_FLAGS prints, one a line, the words of the
+# command line from FIRST on that name inputs (not a flag, not a flag's
+# value, not the word being completed), for __ds_channels.
+__ds_inputs() {
+	local first=$1 vflags=" $2 " i w
+	for ((i = first; i < ${#COMP_WORDS[@]}; i++)); do
+		((i == COMP_CWORD)) && continue
+		w=${COMP_WORDS[i]}
+		if [[ $w == = ]]; then
+			((i++))
+			continue
+		fi
+		if [[ $w == -* ]]; then
+			[[ ${COMP_WORDS[i+1]} != = && $vflags == *" $w "* ]] && ((i++))
+			continue
+		fi
+		[[ $w == "~/"* ]] && w=$HOME/${w#"~/"}
+		printf '%%s\n' "$w"
+	done
+}
+
+# __ds_channels FIRST VALUE_FLAGS completes a channel name (for -c) from
+# the inputs on the command line: ds completion channels reads them.
+__ds_channels() {
+	local -a in
+	compopt +o default 2>/dev/null
+	mapfile -t in < <(__ds_inputs "$1" "$2")
+	((${#in[@]})) || return
+	local IFS=$'\n' # a name a line, and proc.* not a glob
+	mapfile -t COMPREPLY < <(compgen -W "$(command ds completion channels -- "${in[@]}" 2>/dev/null)" -- "$cur")
+}
+
 _ds() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-	local i first=1 cmd=
+	local i first=1 cmd= eq=
 	COMPREPLY=()
+	# --flag=value: bash splits the word at =, and the value is completed
+	# as the flag's; eq is the flag.
+	if [[ $cur == = ]]; then
+		eq=$prev cur=
+	elif [[ $prev == = ]] && ((COMP_CWORD > 1)); then
+		eq=${COMP_WORDS[COMP_CWORD-2]} prev=$eq
+	fi
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		[[ ${COMP_WORDS[i]} == -* ]] && continue
 		cmd=${COMP_WORDS[i]} first=$((i + 1))
@@ -242,19 +365,28 @@ _ds() {
 `, root.Version)
 	for _, cc := range completionTree(root) {
 		fmt.Fprintf(&b, "\t%s)\n", shQuote(cc.name))
-		var cases []string
+		vflags := shQuote(strings.Join(cc.valueFlagWords(), " "))
+		var cases, eqCases []string
 		for _, f := range cc.flags {
-			if !f.value {
+			if !f.value && !(f.optional && len(f.choices) > 0) {
 				continue
 			}
 			pat := strings.Join(f.names(), "|")
+			var c string
 			switch {
 			case f.files:
-				cases = append(cases, fmt.Sprintf("\t\t%s) return ;;\n", pat))
+				c = fmt.Sprintf("\t\t%s) return ;;\n", pat)
+			case f.channels:
+				c = fmt.Sprintf("\t\t%s) __ds_channels $first %s; return ;;\n", pat, vflags)
 			case len(f.choices) > 0:
-				cases = append(cases, fmt.Sprintf("\t\t%s) COMPREPLY=($(compgen -W %s -- \"$cur\")); return ;;\n", pat, shQuote(strings.Join(f.choices, " "))))
+				c = fmt.Sprintf("\t\t%s) COMPREPLY=($(compgen -W %s -- \"$cur\")); return ;;\n", pat, shQuote(strings.Join(f.choices, " ")))
 			default:
-				cases = append(cases, fmt.Sprintf("\t\t%s) compopt +o default 2>/dev/null; return ;;\n", pat))
+				c = fmt.Sprintf("\t\t%s) compopt +o default 2>/dev/null; return ;;\n", pat)
+			}
+			if f.value {
+				cases = append(cases, c)
+			} else {
+				eqCases = append(eqCases, c) // its value only after =
 			}
 		}
 		if len(cases) > 0 {
@@ -264,12 +396,19 @@ _ds() {
 			}
 			b.WriteString("\t\tesac\n")
 		}
+		if len(eqCases) > 0 {
+			b.WriteString("\t\tcase $eq in\n")
+			for _, c := range eqCases {
+				b.WriteString("\t" + c)
+			}
+			b.WriteString("\t\tesac\n")
+		}
 		args := cc.args
 		if args == "words" {
 			args = strings.Join(cc.words, " ")
 		}
 		fmt.Fprintf(&b, "\t\t__ds_args $first %s %s %s\n\t\t;;\n",
-			shQuote(strings.Join(cc.flagWords(), " ")), shQuote(strings.Join(cc.valueFlagWords(), " ")), shQuote(args))
+			shQuote(strings.Join(cc.flagWords(), " ")), vflags, shQuote(args))
 	}
 	b.WriteString("\tesac\n}\n\ncomplete -o default -F _ds ds\n")
 	return b.String()
@@ -284,6 +423,23 @@ func zshCompletion(root *cli.Command) string {
 # zsh completion for ds, generated by ds completion zsh (ds %s).
 # Load it with: source <(ds completion zsh)   (after compinit)
 # or save it as _ds in a directory of $fpath.
+
+# __ds_channels completes a channel name (for -c) from the inputs on the
+# command line (its words that name files or directories): ds completion
+# channels reads them.
+__ds_channels() {
+	local -a in chans
+	local i w
+	for ((i = 2; i <= $#words; i++)); do
+		((i == CURRENT)) && continue
+		w=${words[i]/#\~/$HOME}
+		[[ $w == -* ]] && continue
+		[[ -e $w ]] && in+=("$w")
+	done
+	(($#in)) || return 1
+	chans=(${(f)"$(command ds completion channels -- "${in[@]}" 2>/dev/null)"})
+	compadd -a chans
+}
 
 _ds() {
 	local curcontext=$curcontext state line ret=1
@@ -331,9 +487,12 @@ _ds() {
 func zshFlagSpec(f compFlag, exclude string) string {
 	var names []string
 	for _, n := range f.names() {
-		if f.value && strings.HasPrefix(n, "--") {
+		switch {
+		case f.optional && strings.HasPrefix(n, "--"):
+			n += "=-" // a value only after = (--time=delta)
+		case f.value && strings.HasPrefix(n, "--"):
 			n += "="
-		} else if f.value {
+		case f.value:
 			n += "+"
 		}
 		names = append(names, n)
@@ -347,15 +506,21 @@ func zshFlagSpec(f compFlag, exclude string) string {
 	}
 	desc := strings.NewReplacer(`\`, `\\`, `[`, `\[`, `]`, `\]`).Replace(f.help())
 	rest := "[" + desc + "]"
-	if f.value {
+	if f.value || f.optional {
 		action := " "
 		switch {
 		case f.files:
 			action = "_files"
+		case f.channels:
+			action = "__ds_channels"
 		case len(f.choices) > 0:
 			action = "(" + strings.Join(f.choices, " ") + ")"
 		}
-		rest += ":" + strings.ReplaceAll(f.placeholder, ":", `\:`) + ":" + action
+		sep := ":"
+		if f.optional {
+			sep = "::" // the value may be left out
+		}
+		rest += sep + strings.ReplaceAll(f.placeholder, ":", `\:`) + ":" + action
 	}
 	spec := shQuote(excl)
 	if len(names) == 1 {
@@ -395,6 +560,19 @@ function __ds_using
     and test "$c" = "$argv[1]"
 end
 
+# __ds_channels prints the channel names (for -c) of the inputs on the
+# command line (its words that name files or directories), which ds
+# completion channels reads.
+function __ds_channels
+    set -l words (commandline -op)
+    set -l in
+    for w in $words[2..-1]
+        string match -q -- '-*' $w; and continue
+        test -e "$w"; and set -a in $w
+    end
+    test (count $in) -gt 0; and command ds completion channels -- $in 2>/dev/null
+end
+
 complete -c ds -e
 complete -c ds -n 'not __ds_command' -f
 `, root.Version)
@@ -408,6 +586,16 @@ complete -c ds -n 'not __ds_command' -f
 		cond := fishQuote("__ds_using " + cc.name)
 		for _, f := range cc.flags {
 			fmt.Fprintf(&b, "complete -c ds -n %s%s\n", cond, fishFlag(f))
+			if f.optional && len(f.choices) > 0 && len(f.long) > 0 {
+				// A value only after = (--time=delta): whole words.
+				opt := "--" + f.long[0] + "="
+				var words []string
+				for _, c := range f.choices {
+					words = append(words, opt+c)
+				}
+				eqCond := fishQuote("__ds_using " + cc.name + "; and string match -q -- '" + opt + "*' (commandline -ct)")
+				fmt.Fprintf(&b, "complete -c ds -n %s -f -a %s\n", eqCond, fishQuote(strings.Join(words, " ")))
+			}
 		}
 		switch cc.args {
 		case argNone:
@@ -436,6 +624,8 @@ func fishFlag(f compFlag) string {
 	switch {
 	case f.value && f.files:
 		b.WriteString(" -r -F")
+	case f.value && f.channels:
+		b.WriteString(" -x -a '(__ds_channels)'")
 	case f.value:
 		b.WriteString(" -x")
 		if len(f.choices) > 0 {

@@ -242,20 +242,41 @@ func TestBashCompletion(t *testing.T) {
 	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct{ line, want string }{
-		{"ds l", "log"},
-		{"ds -", "-h --help -v --version"},
-		{"ds log --j", "--json"},
-		{"ds log run.dss --cr", "--cr-segments"},
-		{"ds log -c ", ""},
-		{"ds log -- --j", ""},
-		{"ds tail -", "-n --lines"},
-		{"ds wrap --comp", "--compress"},
-		{"ds wrap --compress ", "zstd none auto"},
-		{"ds wrap -o x.dss -- --help", ""},
-		{"ds wrap make -", ""},
-		{"ds completion ", "bash zsh fish"},
-		{"ds help lo", "log"},
+	// A word " = " stands for bash's split of --flag=value at the =:
+	// "--time = d" is --time=d with the cursor after d, "--time =" the
+	// cursor right after the =.
+	tests := []struct {
+		line, want string
+		exact      bool // the whole reply, not a part of it
+	}{
+		{line: "ds l", want: "log"},
+		{line: "ds -", want: "-h --help -v --version"},
+		{line: "ds log --j", want: "--json"},
+		{line: "ds log run.dss --cr", want: "--cr-segments"},
+		{line: "ds log -c ", want: ""},
+		{line: "ds log -- --j", want: ""},
+		{line: "ds tail -", want: "-n --lines"},
+		{line: "ds wrap --comp", want: "--compress"},
+		{line: "ds wrap --compress ", want: "zstd none auto"},
+		{line: "ds wrap -o x.dss -- --help", want: ""},
+		{line: "ds wrap make -", want: ""},
+		{line: "ds completion ", want: "bash zsh fish"},
+		{line: "ds help lo", want: "log"},
+		// Values after = (issue 22 item 8: --time= offered file names).
+		{line: "ds log --time = ", want: "wall utc since-start delta unix", exact: true},
+		{line: "ds log --time =", want: "wall utc since-start delta unix", exact: true},
+		{line: "ds log --time = d", want: "delta", exact: true},
+		{line: "ds tail --time = s", want: "since-start", exact: true},
+		{line: "ds log --json = ", want: "frames", exact: true},
+		{line: "ds log --time ", want: ""}, // the next word is an input
+		{line: "ds wrap --compress = n", want: "none", exact: true},
+		{line: "ds wrap --origin = B", want: "Bootstrap", exact: true},
+		{line: "ds series --format = c", want: "csv", exact: true},
+		{line: "ds merge --compress ", want: "zstd none", exact: true},
+		{line: "ds log --color = a", want: "auto always", exact: true},
+		// --flag=value is one flag, not the command or an input.
+		{line: "ds wrap --label = x ech", want: "echo"},
+		{line: "ds log --time = wall --j", want: "--json", exact: true},
 	}
 	for _, tt := range tests {
 		words := strings.Fields(tt.line)
@@ -272,7 +293,12 @@ func TestBashCompletion(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", tt.line, err)
 		}
-		if got := strings.TrimSpace(string(out)); !strings.Contains(got, tt.want) || tt.want == "" && got != "" {
+		got := strings.TrimSpace(string(out))
+		if tt.exact && got != tt.want {
+			t.Errorf("completing %q: %q, want exactly %q", tt.line, got, tt.want)
+			continue
+		}
+		if !strings.Contains(got, tt.want) || tt.want == "" && got != "" {
 			t.Errorf("completing %q: %q, want %q", tt.line, got, tt.want)
 		}
 	}

@@ -56,13 +56,18 @@ counter went down: a reset, not a wrap, unless sysstat's rule for a
 wrap holds: bytes fell while packets rose near the counter's width),
 "incarnation" (an interface or a CPU came back: its counters start
 afresh), "implausible" (a counter rose faster than any link carries),
-"no_time". An offline CPU is listed with "online":false and null
+"no_time". A byte or packet rate faster than the interface's link
+carries (SYS/class/net/NAME/speed, where known, with room for drivers
+that update their counters every second or two) is a counter reset: that
+rate is null, the counter named in "over_link_speed", beside
+"link_speed_mbps"; the other rates stand. An offline CPU is listed with "online":false and null
 values, never with its last ones; when CPUs come or go the host totals
 are summed over the CPUs online at both reads ("cpus_changed", values
 kept). iowait stepping back a few ticks (NO_HZ kernels, proc(5)) counts 0
 for that interval and the other shares are kept ("iowait_backwards");
-any other column going back makes the sample null ("backwards"), never
-a spike.
+so does any other column stepping back a tick or two in an interval of
+at least 32 times that many ticks ("clamped"); a larger step back makes
+the sample null ("backwards"), never a spike.
 
 GPUs: nvidia-smi (--nvidia-smi, found in PATH by default) runs on a
 goroutine of its own, on the same ticks, at most once at a time, under

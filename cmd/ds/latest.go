@@ -41,8 +41,10 @@ escaped throughout.
 --json prints one object per stream and channel, keys in this order:
 "stream", "node", "life", "channel", "content", "position", "time" and
 "time_unix_ns" (null when unknown), then "record" (the parsed JSON),
-"text", or "bytes_b64" (with "invalid_json":true or "utf8":false when a
-record or text payload could not be given as such), as ds log --json.
+"text", or "bytes_b64" ("invalid_json":true after it when a record is
+not JSON), as ds log --json; text that is not UTF-8 has a lossy "text"
+(a U+FFFD for each bad byte), then its exact "bytes_b64" and
+"utf8":false.
 
 The inputs are read whole, in position order (duplicates collapsed),
 keeping only the last payload of each channel: memory does not grow with

@@ -108,8 +108,9 @@ frame, gap, drop and damaged range. Every object has a "text": a text
 line's bytes, or what ds log prints for it after the columns (a record's
 compact JSON, escaped bytes, a gap's message), so that
 ds log --json | jq 'select(.text|test("FAIL"))' finds what
-ds log | grep FAIL finds; a text line that is not UTF-8 carries
-"bytes_b64" instead. --json=frames prints one object per frame, with
+ds log | grep FAIL finds. A text line that is not UTF-8 has a lossy
+"text" (a U+FFFD for each bad byte), then its exact bytes in "bytes_b64"
+and "utf8":false. --json=frames prints one object per frame, with
 "text" for text frames only. A record carries "record" (the parsed JSON),
 bytes "bytes_b64". "life" is a 64-bit number that jq rounds: select
 streams by "stream". "time" (RFC 3339) is the stream's latest

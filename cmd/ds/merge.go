@@ -78,10 +78,11 @@ absolute time (2026-12-01 10:00, 10:00, @UNIXSECONDS, RFC 3339, today) or
 -10m (before now), in local time unless --utc. A stream whose last frames
 --positions, --since or --until leave out gets no StreamEnded record.
 
-A progress bar is shown on stderr when it is a terminal, NO_COLOR is
-unset and the merge takes more than a second. At the end one line on
-stderr says how many frames were written, duplicates collapsed,
-conflicts and gaps found (-q: none).
+A progress bar is shown on stderr when it is a terminal (TERM not dumb)
+and the merge takes more than a second, unless -q (NO_COLOR turns off
+colour only: the bar has none). At the end one line on stderr says how
+many frames were written, duplicates collapsed, conflicts and gaps found
+(-q: none).
 
 Exit status 0 when every input was read whole; 3 when an input was
 damaged: OUT still holds everything readable, and each damaged range is
@@ -139,7 +140,7 @@ func mergeOutputFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "overwrite", Usage: "replace an existing OUT (by default an existing file is never replaced)"},
 		&cli.StringFlag{Name: "compress", Value: "zstd", Usage: "`CODEC` of OUT: zstd or none"},
 		&cli.IntFlag{Name: "memory", Value: segments.DefaultMemory >> 20, Usage: "hold at most `MIB` MiB of frames out of order in memory; sort the rest in temporary files"},
-		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print no summary line"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print no summary line and no progress bar"},
 	}
 }
 
@@ -245,7 +246,7 @@ func (j *mergeJob) run(ctx context.Context, names []string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	j.opts.Context = ctx
-	bar := newMergeBar(j.stderr, total)
+	bar := newMergeBar(j.stderr, total, j.quiet)
 	var n mergeNotes
 	j.watch(bar, &n)
 	rep, err := segments.Merge(inputs, out, j.opts)
@@ -390,8 +391,8 @@ func createMergeOutput(name string, overwrite bool, stdout io.Writer) (w io.Writ
 	return file, file, nil
 }
 
-// mergeBar is the progress bar of ds merge: shown on a terminal stderr
-// (NO_COLOR unset) once the merge has run for a second.
+// mergeBar is the progress bar of ds merge: shown once the merge has run
+// for a second, where progressChoice allows it.
 type mergeBar struct {
 	w     io.Writer
 	total int64
@@ -403,10 +404,20 @@ type mergeBar struct {
 // mergeBarDelay is how long a merge runs before its bar shows.
 const mergeBarDelay = time.Second
 
-func newMergeBar(stderr io.Writer, total int64) *mergeBar {
+// newMergeBar returns the bar of a merge of total input bytes, on stderr;
+// quiet (-q) turns it off.
+func newMergeBar(stderr io.Writer, total int64, quiet bool) *mergeBar {
 	f, ok := stderr.(*os.File)
-	on := ok && isatty.IsTerminal(f.Fd()) && os.Getenv("NO_COLOR") == ""
+	on := progressChoice(ok && isatty.IsTerminal(f.Fd()), quiet, os.Getenv("TERM"))
 	return &mergeBar{w: stderr, total: total, start: time.Now(), on: on}
+}
+
+// progressChoice says whether a command shows a progress bar on stderr:
+// when stderr is a terminal whose TERM is not "dumb" (the bar moves the
+// cursor), unless quiet (-q). NO_COLOR has no say: it turns colour off,
+// and a progress bar is not colour (https://no-color.org).
+func progressChoice(terminal, quiet bool, term string) bool {
+	return terminal && !quiet && term != "dumb"
 }
 
 // progress takes the bytes read so far.

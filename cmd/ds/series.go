@@ -55,7 +55,9 @@ or record) and one row per frame, quoted as RFC 4180 wants: strings as
 their text, numbers and booleans as in JSON, null and missing values
 empty, arrays and objects as compact JSON. -o tsv is the same with tabs,
 unquoted: a tab, newline, CR or backslash in a cell is written \t, \n, \r
-or \\.
+or \\. The header comes with the first row; with no row it is printed
+alone, unless ds series fails (a CHANNEL that matches no channel): then
+stdout is empty.
 
 --rate reads each field as a cumulative counter and prints its increase
 per second of clock time since the previous sample of the same series

@@ -219,11 +219,14 @@ type cpuCore struct {
 // Percentages are null, never 0 and never a since-boot average, when
 // they cannot be known, and Reset says why: ResetFirst for the priming
 // read (and a CPU first seen later); ResetNoTime when no tick passed;
-// ResetBackwards when any column of the row went down (a tick of iowait
-// jitter on NOHZ kernels, suspend/resume, a counter reset), after which
-// the baseline moves on, so that the next read is normal again (no spike,
+// ResetBackwards when any column of the row went down by more than
+// accounting jitter (suspend/resume, a counter reset), after which the
+// baseline moves on, so that the next read is normal again (no spike,
 // no stop: Telegraf once reported nothing after such a step until it was
-// restarted). A CPU that goes offline is listed with Online false and
+// restarted). A column that stepped back by jitter only (iowait up to
+// idleJitterTicks on NOHZ kernels, ResetIowaitBackwards; any other up to
+// jitterTicks, ResetClamped) counts 0 for the interval instead, and the
+// percentages stand. A CPU that goes offline is listed with Online false and
 // null Ticks and percentages, never with its last values (node_exporter
 // did), for as long as it stays offline; one that comes back starts with
 // ResetNewLife. CPUs that were offline from the start are listed too,
@@ -428,26 +431,41 @@ const numPcts = 6
 // and cur, pointing into vals[:numPcts]; null with a reason when the
 // interval cannot be known.
 func cpuPercents(prev, cur CPUTicks, vals []float64) CPUPercents {
-	if cur.User < prev.User || cur.Nice < prev.Nice || cur.System < prev.System ||
-		cur.IRQ < prev.IRQ || cur.SoftIRQ < prev.SoftIRQ || cur.Steal < prev.Steal ||
-		cur.Guest < prev.Guest || cur.GuestNice < prev.GuestNice {
-		return CPUPercents{Reset: ResetBackwards}
+	// A column that stepped back by at most jitterTicks (accounting
+	// jitter: a tick moved between columns, or read half-updated) counts
+	// 0 for this interval and the others stand (ResetClamped), rather
+	// than the whole sample going null, when what it lost is at most
+	// 1/jitterShare of the interval. A larger fall is a reset: counting
+	// such a column 0 would misstate the interval (idle: a busy spike).
+	clamped, lost := false, uint64(0)
+	for _, c := range [...]struct{ cur, prev *uint64 }{
+		{&cur.User, &prev.User}, {&cur.Nice, &prev.Nice}, {&cur.System, &prev.System},
+		{&cur.Idle, &prev.Idle}, {&cur.IRQ, &prev.IRQ}, {&cur.SoftIRQ, &prev.SoftIRQ},
+		{&cur.Steal, &prev.Steal}, {&cur.Guest, &prev.Guest}, {&cur.GuestNice, &prev.GuestNice},
+	} {
+		if *c.cur >= *c.prev {
+			continue
+		}
+		if *c.prev-*c.cur > jitterTicks {
+			return CPUPercents{Reset: ResetBackwards}
+		}
+		lost += *c.prev - *c.cur
+		*c.cur, clamped = *c.prev, true // cur is a copy
 	}
-	// Iowait may step back a few ticks on a NOHZ kernel (proc(5): "the
-	// iowait field … can decrease"; the time moves to idle): it counts 0
-	// for this interval and the other shares stand, so that a busy series
-	// has no hole for it (sysstat does the same). Idle falling, or iowait
-	// falling more, is a reset: counting such a column 0 would make the
-	// interval look busy (a spike).
-	if cur.Idle < prev.Idle {
-		return CPUPercents{Reset: ResetBackwards}
-	}
+	// Iowait may step back further on a NOHZ kernel (proc(5): "the
+	// iowait field … can decrease"; the time moves to idle): up to
+	// idleJitterTicks, it counts 0 for this interval and the other shares
+	// stand, so that a busy series has no hole for it (sysstat does the
+	// same).
 	reset := ""
 	if cur.Iowait < prev.Iowait {
 		if prev.Iowait-cur.Iowait > idleJitterTicks {
 			return CPUPercents{Reset: ResetBackwards}
 		}
-		cur.Iowait, reset = prev.Iowait, ResetIowaitBackwards // cur is a copy
+		cur.Iowait, reset = prev.Iowait, ResetIowaitBackwards
+	}
+	if clamped {
+		reset = ResetClamped
 	}
 	// Column deltas, summed as floats: no sum of counters can overflow.
 	user := float64(cur.User-prev.User) + float64(cur.Nice-prev.Nice)
@@ -457,6 +475,9 @@ func cpuPercents(prev, cur CPUTicks, vals []float64) CPUPercents {
 	iowait := float64(cur.Iowait - prev.Iowait)
 	busy := user + system + steal
 	total := busy + idle + iowait
+	if clamped && float64(lost)*jitterShare > total {
+		return CPUPercents{Reset: ResetBackwards} // too short an interval to clamp
+	}
 	if total == 0 {
 		return CPUPercents{Reset: ResetNoTime}
 	}
@@ -471,6 +492,26 @@ func cpuPercents(prev, cur CPUTicks, vals []float64) CPUPercents {
 // idleJitterTicks is the largest step back of iowait taken as NO_HZ
 // accounting jitter rather than a reset (64 ticks: 0.64 s).
 const idleJitterTicks = 64
+
+// jitterTicks is the largest step back of any other column of a
+// /proc/stat row taken as accounting jitter (clamped, ResetClamped)
+// rather than a reset.
+const jitterTicks = 2
+
+// jitterShare: a clamped fall may be at most 1/jitterShare of the
+// interval's ticks (a tick of a 1 s interval at 100 Hz, not one of 2).
+const jitterShare = 32
+
+// PercentsValued reports whether the percentages of two /proc/stat rows
+// whose Reset is reset are there (no reset, or a marker that keeps them:
+// ResetIowaitBackwards, ResetClamped) rather than null.
+func PercentsValued(reset string) bool {
+	switch reset {
+	case "", ResetIowaitBackwards, ResetClamped:
+		return true
+	}
+	return false
+}
 
 // percent is 100·part/whole rounded to 0.01 and clamped to [0, 100].
 func percent(part, whole float64) float64 {

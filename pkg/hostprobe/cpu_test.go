@@ -266,6 +266,20 @@ func TestReadCPURules(t *testing.T) {
 			},
 		},
 		{
+			// Issue 22 item 9: a tick of jitter in one column of a
+			// normal interval clamps that column; the sample stands.
+			name: "one column steps back one tick in a long interval",
+			steps: []cpuStep{
+				{files: stat("cpu0 100 0 50 1050 0 0 0 0 0 0"), host: "1: null(first)", cores: []string{"cpu0 null(first)"}},
+				{files: stat("cpu0 200 0 49 1950 0 0 0 0 0 0"), host: "1: b=10 u=10 s=0 i=90 w=0 st=0 (clamped)",
+					cores: []string{"cpu0 b=10 u=10 s=0 i=90 w=0 st=0 (clamped)"}},
+				{files: stat("cpu0 300 0 149 2750 0 0 0 0 0 0"), host: "1: b=20 u=10 s=10 i=80 w=0 st=0",
+					cores: []string{"cpu0 b=20 u=10 s=10 i=80 w=0 st=0"}},
+				// Three ticks back is no jitter: a reset.
+				{files: stat("cpu0 400 0 146 3650 0 0 0 0 0 0"), host: "1: null(backwards)", cores: []string{"cpu0 null(backwards)"}},
+			},
+		},
+		{
 			name: "every counter falls after suspend/resume",
 			steps: []cpuStep{
 				{files: stat("cpu0 9000 0 1000 90000 0 0 0 0 0 0"), host: "1: null(first)", cores: []string{"cpu0 null(first)"}},
@@ -580,7 +594,7 @@ func TestCPUPercentsBounds(t *testing.T) {
 		}
 		pc := cpuPercents(a, b, vals)
 		ps := []*float64{pc.TotalPct, pc.UserPct, pc.SystemPct, pc.IdlePct, pc.IowaitPct, pc.StealPct}
-		if pc.Reset != "" && pc.Reset != ResetIowaitBackwards {
+		if !PercentsValued(pc.Reset) {
 			for _, v := range ps {
 				if v != nil {
 					t.Fatalf("%+v → %+v: reset %s with values", a, b, pc.Reset)

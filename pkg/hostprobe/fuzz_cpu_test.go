@@ -80,7 +80,7 @@ func FuzzParseStat(f *testing.F) {
 			for _, z := range rows {
 				pc := cpuPercents(a.Ticks, z.Ticks, vals)
 				for _, v := range []*float64{pc.TotalPct, pc.UserPct, pc.SystemPct, pc.IdlePct, pc.IowaitPct, pc.StealPct} {
-					valued := pc.Reset == "" || pc.Reset == ResetIowaitBackwards
+					valued := PercentsValued(pc.Reset)
 					if v == nil && valued || v != nil && (!valued || !(*v >= 0 && *v <= 100)) {
 						t.Fatalf("%+v → %+v: %s", a.Ticks, z.Ticks, cpuPctString(pc))
 					}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -139,6 +140,8 @@ type netIface struct {
 	incarnation int
 	counters    NetCounters // at the last read that saw it
 	seenRead    uint64      // the read that last saw it
+	speedMbps   int64       // SysRoot/class/net/NAME/speed at speedRead; ≤ 0: unknown
+	speedRead   uint64      // the read that read speedMbps; 0: never
 }
 
 // maxGoneInterfaces bounds how many interfaces that went away ReadNet
@@ -234,6 +237,9 @@ func (p *Prober) ReadNet(now time.Time) (*NetRecord, error) {
 			ni.Reset = ResetNoTime
 		default:
 			ni.Reset, ni.Wrapped = netRates(&ni, &ifc.counters, dt)
+			if ni.Reset == "" {
+				p.capLinkSpeed(&ni, ifc, read, dt)
+			}
 		}
 		ni.Name = ifc.name
 		ni.Incarnation = ifc.incarnation
@@ -299,6 +305,89 @@ func (st *netState) forget(n int) {
 	for _, ifc := range gone[:n] {
 		delete(st.ifaces, ifc.name)
 	}
+}
+
+// Link-speed bounds (capLinkSpeed). A driver may refresh its counters
+// only every second or two, so that a short interval sees up to that much
+// traffic at once: a byte delta is beyond the link when it exceeds what
+// the link carries in dt + linkStatsLagS seconds, times linkMargin.
+// Packets are bounded by the smallest Ethernet frame on the wire (64
+// bytes plus 20 of preamble and gap). The speed file is read again every
+// speedRereads reads, and only when a rate is high enough to matter
+// (above minCheckedBytesPerS or minCheckedPacketsPerS).
+const (
+	linkStatsLagS         = 2.0
+	linkMargin            = 1.1
+	minFrameWireBytes     = 84
+	speedRereads          = 64
+	minCheckedBytesPerS   = 1e6
+	minCheckedPacketsPerS = 1e4
+)
+
+// capLinkSpeed nulls the byte and packet rates of ni that its link,
+// whose speed is SysRoot/class/net/NAME/speed in Mbit/s (when the file
+// is there and says a positive speed: virtual and down interfaces say
+// -1 or nothing), cannot carry over dt seconds (see linkStatsLagS): such
+// a rise is a counter reset or replaced, not traffic. It names those
+// counters in ni.OverLinkSpeed and sets ni.LinkSpeedMbps; the other
+// rates stand. The baseline moves on, so the next read is normal.
+func (p *Prober) capLinkSpeed(ni *NetInterface, ifc *netIface, read uint64, dt float64) {
+	rates := [4]**float64{&ni.RxBytesPerS, &ni.RxPacketsPerS, &ni.TxBytesPerS, &ni.TxPacketsPerS}
+	high := false
+	for i, r := range rates {
+		floor := minCheckedBytesPerS
+		if i%2 == 1 {
+			floor = minCheckedPacketsPerS
+		}
+		high = high || **r > floor
+	}
+	if !high {
+		return
+	}
+	if ifc.speedRead == 0 || read-ifc.speedRead >= speedRereads {
+		ifc.speedMbps, ifc.speedRead = p.linkSpeed(ifc.name), read
+	}
+	if ifc.speedMbps <= 0 {
+		return
+	}
+	speed := ifc.speedMbps
+	ni.LinkSpeedMbps = &speed
+	bytesPerS := float64(ifc.speedMbps) * 1e6 / 8
+	window := (dt + linkStatsLagS) * linkMargin // seconds of traffic one delta may hold
+	names := [4]string{"rx_bytes", "rx_packets", "tx_bytes", "tx_packets"}
+	for i, r := range rates {
+		limit := bytesPerS * window
+		if i%2 == 1 {
+			limit /= minFrameWireBytes
+		}
+		if **r*dt > limit {
+			*r = nil
+			ni.OverLinkSpeed = append(ni.OverLinkSpeed, names[i])
+		}
+	}
+}
+
+// linkSpeed reads SysRoot/class/net/name/speed (Mbit/s); 0 when it
+// cannot be read or is not a number (-1: unknown, a virtual or down
+// interface).
+func (p *Prober) linkSpeed(name string) int64 {
+	b, err := readFile(p.sysPath("class", "net", name, "speed"))
+	if err != nil {
+		return 0
+	}
+	return ParseLinkSpeed(b)
+}
+
+// ParseLinkSpeed parses the contents of /sys/class/net/IFACE/speed: a
+// decimal number of Mbit/s and a newline. It returns 0 for anything else,
+// and for a speed that is not positive (-1 means unknown) or above 10^9
+// Mbit/s.
+func ParseLinkSpeed(b []byte) int64 {
+	v, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
+	if err != nil || v <= 0 || v > 1e9 {
+		return 0
+	}
+	return v
 }
 
 // netCounterNames are the JSON names of the counters of

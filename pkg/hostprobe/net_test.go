@@ -106,7 +106,8 @@ func TestParseNetDevTooLarge(t *testing.T) {
 
 // netProber is a Prober reading the fixture tree testdata/net/<name>.
 func netProber(name string) *Prober {
-	return &Prober{ProcRoot: filepath.Join("testdata", "net", name)}
+	dir := filepath.Join("testdata", "net", name)
+	return &Prober{ProcRoot: dir, SysRoot: filepath.Join(dir, "sys")}
 }
 
 // netReadStep points p at step i of the fixture sequence testdata/net/<seq>/<i>
@@ -114,6 +115,7 @@ func netProber(name string) *Prober {
 func netReadStep(t *testing.T, p *Prober, seq string, i int, at time.Duration) *NetRecord {
 	t.Helper()
 	p.ProcRoot = filepath.Join("testdata", "net", seq, strconv.Itoa(i))
+	p.SysRoot = filepath.Join(p.ProcRoot, "sys") // never the host's /sys
 	rec, err := p.ReadNet(netT0.Add(at))
 	if err != nil {
 		t.Fatalf("%s step %d: %v", seq, i, err)
@@ -743,5 +745,48 @@ func TestReadNetImplausibleJump(t *testing.T) {
 	ni = NetInterface{NetCounters: cur}
 	if reset, _ := netRates(&ni, &prev, 0.1); reset != "" || ni.TxBytesPerS == nil || *ni.TxBytesPerS != 12.5e9 {
 		t.Errorf("100 Gbit/s: reset %q, rate %v", reset, ni.TxBytesPerS)
+	}
+}
+
+// TestReadNetLinkSpeed (issue 22 item 9): a rise faster than the link
+// (SysRoot/class/net/NAME/speed) carries, such as 0 → 10^12 bytes in 2 s
+// on a 10 Gbit/s link, is a counter reset, not 5·10^11 B/s: that rate is
+// null and named in over_link_speed, the others stand, and the next read
+// measures from the new counters. Traffic the link can carry stays; an
+// interface of unknown speed (-1, no file) is bounded by maxNetRate only.
+func TestReadNetLinkSpeed(t *testing.T) {
+	p := &Prober{}
+	netReadStep(t, p, "linkspeed", 1, 0)
+	rec := netReadStep(t, p, "linkspeed", 2, 2*time.Second)
+	eth0 := netFindIface(t, rec, "eth0")
+	if want := [8]float64{-1, 500, 0, 0, 1e9, 1e6, 0, 0}; netRatesOf(eth0) != want || eth0.Reset != "" ||
+		!reflect.DeepEqual(eth0.OverLinkSpeed, []string{"rx_bytes"}) || eth0.LinkSpeedMbps == nil || *eth0.LinkSpeedMbps != 10000 {
+		t.Errorf("eth0: rates %v reset %q over %v speed %v; want %v, rx_bytes over 10000 Mbit/s", netRatesOf(eth0), eth0.Reset, eth0.OverLinkSpeed, eth0.LinkSpeedMbps, want)
+	}
+	eth1 := netFindIface(t, rec, "eth1")
+	if want := [8]float64{1e8, 1e5, 0, 0, 0, 0, 0, 0}; netRatesOf(eth1) != want || eth1.OverLinkSpeed != nil {
+		t.Errorf("eth1 at 800 Mbit/s of 1000: rates %v over %v, want %v", netRatesOf(eth1), eth1.OverLinkSpeed, want)
+	}
+	for _, name := range []string{"veth0", "eth9"} {
+		ni := netFindIface(t, rec, name)
+		if r := netRatesOf(ni); r[0] != 5e11 || ni.OverLinkSpeed != nil || ni.LinkSpeedMbps != nil {
+			t.Errorf("%s (speed unknown): rates %v over %v speed %v, want rx 5e11 B/s unchecked", name, r, ni.OverLinkSpeed, ni.LinkSpeedMbps)
+		}
+	}
+	rec = netReadStep(t, p, "linkspeed", 3, 3*time.Second)
+	eth0 = netFindIface(t, rec, "eth0")
+	if want := [8]float64{1e9, 1000, 0, 0, 1e9, 1e6, 0, 0}; netRatesOf(eth0) != want || eth0.OverLinkSpeed != nil {
+		t.Errorf("eth0 after the reset: rates %v over %v, want %v", netRatesOf(eth0), eth0.OverLinkSpeed, want)
+	}
+}
+
+func TestParseLinkSpeed(t *testing.T) {
+	for in, want := range map[string]int64{
+		"10000\n": 10000, "1000": 1000, " 25000 \n": 25000,
+		"-1\n": 0, "0\n": 0, "": 0, "fast\n": 0, "1e4\n": 0, "99999999999\n": 0,
+	} {
+		if got := ParseLinkSpeed([]byte(in)); got != want {
+			t.Errorf("ParseLinkSpeed(%q) = %d, want %d", in, got, want)
+		}
 	}
 }

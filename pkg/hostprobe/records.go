@@ -29,7 +29,7 @@ const (
 // (ARCHITECTURE.md case 5.2).
 const (
 	ResetFirst       = "first"        // no previous read of this counter (a priming read comes first)
-	ResetBackwards   = "backwards"    // a counter went down: a reset (driver reload, suspend/resume, a tick of jitter), not a wrap
+	ResetBackwards   = "backwards"    // a counter went down: a reset (driver reload, suspend/resume), not a wrap nor a tick of jitter
 	ResetNoTime      = "no_time"      // no time passed between the two reads, or every counter stood still
 	ResetNewLife     = "incarnation"  // the interface or CPU came back after it was gone: its counters start a new incarnation
 	ResetCPUsChanged = "cpus_changed" // host: CPUs came or went; the totals are summed over the CPUs online at both reads
@@ -41,6 +41,11 @@ const (
 	// back a few ticks (NO_HZ accounting, proc(5)) and counted 0 for the
 	// interval; the other shares stand.
 	ResetIowaitBackwards = "iowait_backwards"
+	// ResetClamped marks values that are there: a column of the row
+	// other than iowait stepped back a tick or two (accounting jitter)
+	// and counted 0 for the interval; the other shares stand. A larger
+	// step back is ResetBackwards.
+	ResetClamped = "clamped"
 )
 
 // Sample is the head of every host record: what it is and the time it
@@ -329,6 +334,13 @@ type NetInterface struct {
 	// (sysstat's rule: bytes fell while packets rose, and the old value
 	// was near 2^32 or 2^64); their rates count across the wrap.
 	Wrapped []string `json:"wrapped,omitempty"`
+	// LinkSpeedMbps is the link's speed (SysRoot/class/net/NAME/speed,
+	// Mbit/s) when a rate was checked against it; omitted otherwise.
+	LinkSpeedMbps *int64 `json:"link_speed_mbps,omitempty"`
+	// OverLinkSpeed names the counters (rx_bytes, rx_packets, tx_bytes,
+	// tx_packets) whose rates are null because they rose faster than the
+	// link carries (a counter reset or replaced); the other rates stand.
+	OverLinkSpeed []string `json:"over_link_speed,omitempty"`
 }
 
 // NetRecord is one host.net record (ARCHITECTURE.md §4, seed host.net.v1).

@@ -24,8 +24,47 @@ import (
 // past a bad input; the error is the output's (when every input was
 // read) or the inputs' worst outcome (*sources.StatusError).
 func (r *Inputs) Info(ctx context.Context, names []string, scanAll, asJSON bool) error {
-	var o sources.Outcome
-	names = r.Expand(names, &o) // a directory: its captures
+	info, o := r.gather(ctx, names, scanAll)
+	var werr error
+	if asJSON {
+		werr = info.WriteJSON(r.Stdout)
+	} else {
+		werr = info.WriteText(r.Stdout)
+	}
+	if werr != nil && !isEPIPE(werr) && !o.FailedInput() {
+		return werr
+	}
+	return o.Err()
+}
+
+// Channels returns the names of the channels of the named inputs, sorted
+// and each once, gathered as [Inputs.Info] gathers them (a capture file
+// from its end: its segments' headers and summaries), for the shell
+// completion of -c (ds completion channels). Channels without a
+// descriptor have no name and are left out. What the inputs' damage or
+// failures say goes to r.Stderr; the error is the inputs' worst outcome
+// (*sources.StatusError), with the names of what could be read.
+func (r *Inputs) Channels(ctx context.Context, names []string) ([]string, error) {
+	info, o := r.gather(ctx, names, false)
+	_, streams := info.Summary()
+	seen := map[string]bool{}
+	var out []string
+	for _, st := range streams {
+		for _, ch := range st.Channels {
+			if ch.Name != "" && !seen[ch.Name] {
+				seen[ch.Name] = true
+				out = append(out, ch.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, o.Err()
+}
+
+// gather reads the named inputs into a views.Info, as Info describes.
+func (r *Inputs) gather(ctx context.Context, names []string, scanAll bool) (*views.Info, *sources.Outcome) {
+	o := new(sources.Outcome)
+	names = r.Expand(names, o) // a directory: its captures
 	// One capture is trusted to be in order, so that one whose head is
 	// missing is summarised from its summaries; copies in several inputs
 	// (or a pipe) are counted exactly, in any order.
@@ -61,16 +100,7 @@ func (r *Inputs) Info(ctx context.Context, names []string, scanAll, asJSON bool)
 			o.Fail(r.Stderr, sources.InputError(name, err))
 		}
 	}
-	var werr error
-	if asJSON {
-		werr = info.WriteJSON(r.Stdout)
-	} else {
-		werr = info.WriteText(r.Stdout)
-	}
-	if werr != nil && !isEPIPE(werr) && !o.FailedInput() {
-		return werr
-	}
-	return o.Err()
+	return info, o
 }
 
 // infoFromEnd summarises a capture file from its end: the segments whose

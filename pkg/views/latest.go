@@ -3,7 +3,6 @@ package views
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
 	"io"
 	"slices"
 	"strconv"
@@ -218,10 +217,11 @@ func appendLatestPayload(b []byte, e LatestEntry) []byte {
 //	 "time_unix_ns":1732953600100000000,"record":{…}}
 //
 // "time" and "time_unix_ns" are null when unknown. The payload is
-// "record" (the parsed JSON) for a record, "text" for text that is
-// UTF-8, and otherwise "bytes_b64" (standard base64), with
-// "invalid_json":true for a record that is not JSON and "utf8":false for
-// text that is not UTF-8, as in ds log --json.
+// "record" (the parsed JSON) for a record, "text" for text, and otherwise
+// "bytes_b64" (standard base64), with "invalid_json":true for a record
+// that is not JSON. Text that is not UTF-8 has both: a lossy "text" (each
+// byte that is not UTF-8 a U+FFFD), then its exact bytes in "bytes_b64"
+// and "utf8":false, as in ds log --json.
 func WriteLatestJSON(w io.Writer, entries []LatestEntry) error {
 	bw := bufio.NewWriter(w)
 	var b []byte
@@ -256,20 +256,19 @@ func WriteLatestJSON(w io.Writer, entries []LatestEntry) error {
 				b = b[:n]
 			}
 		case frames.KindTextStream:
+			// Text that is not UTF-8 keeps a lossy "text" (a U+FFFD
+			// for each bad byte) beside its exact "bytes_b64".
 			b = append(b, `,"text":`...)
 			if b, ok = appendJSONQuoted(b, e.Payload); !ok {
-				b = b[:n]
+				b = appendBytesB64(b, e.Payload)
+				b = append(b, `,"utf8":false`...)
+				ok = true
 			}
 		}
 		if !ok {
-			b = append(b, `,"bytes_b64":"`...)
-			b = base64.StdEncoding.AppendEncode(b, e.Payload)
-			b = append(b, '"')
-			switch e.Channel.Content.Kind {
-			case frames.KindJSONRecord:
+			b = appendBytesB64(b, e.Payload)
+			if e.Channel.Content.Kind == frames.KindJSONRecord {
 				b = append(b, `,"invalid_json":true`...)
-			case frames.KindTextStream:
-				b = append(b, `,"utf8":false`...)
 			}
 		}
 		b = append(b, "}\n"...)

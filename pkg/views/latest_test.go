@@ -118,7 +118,7 @@ node-alpha#2  host.resource        12  -                       {"cpu_pct":24.5,"
 	want = `{"stream":"node-alpha#1","node":"node-alpha","life":1,"channel":"blob","content":"Bytes","position":6,"time":"2024-11-30T08:00:01.5Z","time_unix_ns":1732953601500000000,"bytes_b64":"AAFhYg=="}
 {"stream":"node-alpha#1","node":"node-alpha","life":1,"channel":"host.net","content":"JsonRecord","position":7,"time":"2024-11-30T08:00:01.5Z","time_unix_ns":1732953601500000000,"bytes_b64":"bm90LWpzb257b29wcw==","invalid_json":true}
 {"stream":"node-alpha#1","node":"node-alpha","life":1,"channel":"host.resource","content":"JsonRecord","position":0,"time":null,"time_unix_ns":null,"record":{"cpu_pct":12.5,"mem_mb":1024}}
-{"stream":"node-alpha#1","node":"node-alpha","life":1,"channel":"membership","content":"TextStream","position":3,"time":"2024-11-30T08:00:00Z","time_unix_ns":1732953600000000000,"bytes_b64":"//4=","utf8":false}
+{"stream":"node-alpha#1","node":"node-alpha","life":1,"channel":"membership","content":"TextStream","position":3,"time":"2024-11-30T08:00:00Z","time_unix_ns":1732953600000000000,"text":"\ufffd\ufffd","bytes_b64":"//4=","utf8":false}
 {"stream":"node-alpha#1","node":"node-alpha","life":1,"channel":"proc.trainer.stdout","content":"TextStream","position":2,"time":"2024-11-30T08:00:00Z","time_unix_ns":1732953600000000000,"text":"tab\there \u001b[31mred\r\n"}
 {"stream":"node-alpha#2","node":"node-alpha","life":2,"channel":"host.resource","content":"JsonRecord","position":12,"time":null,"time_unix_ns":null,"record":{"cpu_pct":24.5,"mem_mb":1036}}
 `

@@ -54,7 +54,7 @@ func TestJSONLines(t *testing.T) {
 	const tm = `"time":"1970-01-01T00:00:01Z"}` + "\n"
 	want := head + `"position":1,"last_position":1` + ch + `"text":"a\r\n",` + tm +
 		head + `"position":1,"last_position":2` + ch + `"text":"bc\n",` + tm +
-		head + `"position":2,"last_position":2` + ch + `"bytes_b64":"/wo=","utf8":false,` + tm +
+		head + `"position":2,"last_position":2` + ch + `"text":"\ufffd\n","bytes_b64":"/wo=","utf8":false,` + tm +
 		head + `"position":3,"last_position":3` + ch + `"text":"tail","partial":true,` + tm
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
@@ -294,7 +294,8 @@ func TestStreamColumnExpected(t *testing.T) {
 // FuzzJSONLinesExact: however a text channel's bytes are cut into frames,
 // the "text" (or "bytes_b64") of ds log --json's per-line objects, in
 // order, are those bytes exactly: lines are joined across frames and
-// nothing is added or lost.
+// nothing is added or lost. Every object has a "text", lossy where the
+// line is not UTF-8.
 func FuzzJSONLinesExact(f *testing.F) {
 	f.Add([]byte("one\ntwo\r\nthree"), []byte{2, 5})
 	f.Add([]byte("\xff\xfe\n\n\r\rx\n"), []byte{1, 1, 1})
@@ -323,13 +324,19 @@ func FuzzJSONLinesExact(f *testing.F) {
 			if err := json.Unmarshal([]byte(line), &obj); err != nil {
 				t.Fatalf("not JSON: %q: %v", line, err)
 			}
-			switch {
-			case obj.Bytes != nil:
-				got = append(got, obj.Bytes...)
-			case obj.Text != nil:
-				got = append(got, *obj.Text...)
-			default:
+			if obj.Text == nil {
+				// jq 'select(.text|test("FAIL"))' must work on every line.
 				t.Fatalf("no text: %q", line)
+			}
+			if obj.Bytes != nil {
+				// Not UTF-8: "text" is the lossy form, a U+FFFD
+				// for each bad byte.
+				if want := string([]rune(string(obj.Bytes))); *obj.Text != want {
+					t.Fatalf("text %q of bytes %q, want %q", *obj.Text, obj.Bytes, want)
+				}
+				got = append(got, obj.Bytes...)
+			} else {
+				got = append(got, *obj.Text...)
 			}
 		}
 		if !bytes.Equal(got, data) {

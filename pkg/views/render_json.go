@@ -39,9 +39,14 @@ func (j *jsonLayout) appendFrame(b []byte, st *streamInfo, ci *chanInfo, kind se
 	switch {
 	case ci == nil:
 	case ci.kind == frames.KindTextStream:
+		// A text frame always has a "text": when it is not UTF-8, each
+		// bad byte is a U+FFFD there (see appendLine) and the exact
+		// bytes follow in "bytes_b64".
 		b = append(b, `,"text":`...)
 		if b, ok = appendJSONQuoted(b, f.Payload); !ok {
-			b = b[:n] // not UTF-8
+			b = appendBytesB64(b, f.Payload)
+			b = append(b, `,"utf8":false`...)
+			ok = true
 		}
 	case ci.kind == frames.KindJSONRecord:
 		b = append(b, `,"record":`...)
@@ -56,14 +61,8 @@ func (j *jsonLayout) appendFrame(b []byte, st *streamInfo, ci *chanInfo, kind se
 		}
 	}
 	if !ok {
-		b = append(b, `,"bytes_b64":"`...)
-		b = base64.StdEncoding.AppendEncode(b, f.Payload)
-		b = append(b, '"')
-		switch {
-		case ci == nil:
-		case ci.kind == frames.KindTextStream:
-			b = append(b, `,"utf8":false`...)
-		case ci.kind == frames.KindJSONRecord:
+		b = appendBytesB64(b, f.Payload)
+		if ci != nil && ci.kind == frames.KindJSONRecord {
 			b = append(b, `,"invalid_json":true`...)
 		}
 		if !j.frames {
@@ -95,26 +94,24 @@ func (j *jsonLayout) appendLine(b []byte, st *streamInfo, ci *chanInfo, sp lineS
 	b = append(b, `,"last_position":`...)
 	b = strconv.AppendUint(b, uint64(max(sp.last, sp.pos)), 10)
 	b = append(b, ci.json...)
-	n := len(b)
 	b = append(b, `,"text":`...)
-	var ok bool
+	b, ok := appendJSONQuoted(b, line)
 	if sp.nl {
 		// The quoted line is closed after its newline is added.
-		if b, ok = appendJSONQuoted(b, line); ok {
-			b = append(b[:len(b)-1], `\n"`...)
-		}
-	} else {
-		b, ok = appendJSONQuoted(b, line)
+		b = append(b[:len(b)-1], `\n"`...)
 	}
 	if !ok {
+		// Not UTF-8: "text" is kept, lossy (each byte that is not
+		// UTF-8 a U+FFFD, as encoding/json writes it), so that
+		// jq 'select(.text|test("FAIL"))' works on every line; the exact
+		// bytes follow in "bytes_b64".
 		raw := line
 		if sp.nl {
 			raw = append(append(j.raw[:0], line...), '\n')
 			j.raw = raw
 		}
-		b = append(b[:n], `,"bytes_b64":"`...)
-		b = base64.StdEncoding.AppendEncode(b, raw)
-		b = append(b, `","utf8":false`...)
+		b = appendBytesB64(b, raw)
+		b = append(b, `,"utf8":false`...)
 	}
 	if !sp.nl {
 		b = append(b, `,"partial":true`...)
@@ -124,6 +121,13 @@ func (j *jsonLayout) appendLine(b []byte, st *streamInfo, ci *chanInfo, sp lineS
 	}
 	b = st.clock.appendJSON(b, ns)
 	return append(b, "}\n"...)
+}
+
+// appendBytesB64 appends the member "bytes_b64" (p in standard base64).
+func appendBytesB64(b, p []byte) []byte {
+	b = append(b, `,"bytes_b64":"`...)
+	b = base64.StdEncoding.AppendEncode(b, p)
+	return append(b, '"')
 }
 
 // withText gives a JSON object of the per-line --json (b, ending in

@@ -142,7 +142,7 @@ func TestLogJSON(t *testing.T) {
 		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"position":1,"channel":"proc.trainer.stdout","channel_id":2,"content":"TextStream","text":"gcc -c foo.c\n","time":"2024-11-30T08:00:00.123456789Z"}` + "\n" +
 		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"position":2,"channel":"host.resource","channel_id":1,"content":"JsonRecord","record":{"cpu_pct":12.5,"mem_mb":1024},"time":"2024-11-30T08:00:00.123456789Z"}` + "\n" +
 		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"gap":{"from":3,"to":3,"count":1}}` + "\n" +
-		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"position":4,"channel":"proc.trainer.stdout","channel_id":2,"content":"TextStream","bytes_b64":"/w==","utf8":false,"time":"2024-11-30T08:00:00.123456789Z"}` + "\n" +
+		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"position":4,"channel":"proc.trainer.stdout","channel_id":2,"content":"TextStream","text":"\ufffd","bytes_b64":"/w==","utf8":false,"time":"2024-11-30T08:00:00.123456789Z"}` + "\n" +
 		`{"stream":"node-alpha#1","node":"node-alpha","life":1,"position":5,"channel":"host.resource","channel_id":1,"content":"JsonRecord","bytes_b64":"bm90LWpzb24=","invalid_json":true,"time":"2024-11-30T08:00:00.123456789Z"}` + "\n"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)

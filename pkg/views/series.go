@@ -141,6 +141,7 @@ type Series struct {
 	line   []byte
 	scrat  []byte
 	cells  []string
+	head   []string // the CSV/TSV header row, nil once written (or for JSON)
 	closed bool
 }
 
@@ -175,7 +176,10 @@ const MaxListedChannels = 64
 // NewSeries returns a series printing to w. It returns an error (about
 // the options, for a usage message) when opts.Channels is empty, a field
 // path is empty or repeated, or Rate is set without fields. Feed it with
-// [segments.Scan]; then call [Series.Close].
+// [segments.Scan]; then call [Series.Close]. The CSV or TSV header row is
+// written with the first row, or by Close when there was none and every
+// channel pattern matched a channel: a series that fails (ds series
+// exits 1 when a pattern matches nothing) prints no header.
 func NewSeries(w io.Writer, opts SeriesOptions) (*Series, error) {
 	if len(opts.Channels) == 0 {
 		return nil, errors.New("series: no channel given")
@@ -203,11 +207,12 @@ func NewSeries(w io.Writer, opts SeriesOptions) (*Series, error) {
 		s.csv = csv.NewWriter(s.w)
 	}
 	if opts.Format != SeriesJSON {
-		head := []string{"stream", "position", "channel", "time"}
+		// Written before the first row, or by Close (writeHead).
+		s.head = []string{"stream", "position", "channel", "time"}
 		if len(opts.Fields) == 0 {
-			head = append(head, "record")
+			s.head = append(s.head, "record")
 		}
-		s.writeCells(append(head, opts.Fields...))
+		s.head = append(s.head, opts.Fields...)
 	}
 	return s, nil
 }
@@ -263,6 +268,9 @@ func (s *Series) Close() error {
 	if !s.closed {
 		s.closed = true
 		s.a.Flush()
+		if s.head != nil && len(s.cat.unmatched()) == 0 {
+			s.writeHead() // no rows: a header only
+		}
 		if s.csv != nil {
 			s.csv.Flush()
 			if err := s.csv.Error(); err != nil && s.err == nil {
@@ -351,7 +359,16 @@ func (s *Series) row(vs *viewStream, ch *viewChannel, late bool, f *frames.Frame
 		}
 	}
 	s.cells = cells
+	s.writeHead()
 	s.writeCells(cells)
+}
+
+// writeHead writes the CSV or TSV header row, unless it was written.
+func (s *Series) writeHead() {
+	if s.head != nil {
+		s.writeCells(s.head)
+		s.head = nil
+	}
 }
 
 // jsonRow prints a row in SeriesJSON.

@@ -145,17 +145,27 @@ func TestSeriesConformanceVersionSkew(t *testing.T) {
 	}
 }
 
-// ARCHITECTURE.md case 3.10: an empty stream has an empty series.
+// ARCHITECTURE.md case 3.10: an empty stream has an empty series. Its
+// channel pattern matched nothing (ds series fails): no CSV or TSV header
+// either (issue 22 item 8). A channel declared without a record gives the
+// header alone.
 func TestSeriesEmpty(t *testing.T) {
 	for _, f := range []struct {
 		format SeriesFormat
 		want   string
 	}{{SeriesJSON, ""}, {SeriesCSV, "stream,position,channel,time,a\n"}, {SeriesTSV, "stream\tposition\tchannel\ttime\ta\n"}} {
 		out, st := runSeries(t, SeriesOptions{Channels: srChan("host.resource"), Fields: []string{"a"}, Format: f.format}, nil)
-		if out != f.want {
-			t.Errorf("format %d: %q, want %q", f.format, out, f.want)
+		if out != "" {
+			t.Errorf("format %d, no channel: %q, want nothing", f.format, out)
 		}
 		if st.Rows != 0 || len(st.Unmatched) != 1 || st.Unmatched[0] != "host.resource" {
+			t.Errorf("stats = %+v", st)
+		}
+		out, st = runSeries(t, SeriesOptions{Channels: srChan("host.resource"), Fields: []string{"a"}, Format: f.format}, []srEv{{srA, 2, 0, "log"}})
+		if out != f.want {
+			t.Errorf("format %d, no record: %q, want %q", f.format, out, f.want)
+		}
+		if st.Rows != 0 || len(st.Unmatched) != 0 {
 			t.Errorf("stats = %+v", st)
 		}
 	}
