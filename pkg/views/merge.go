@@ -114,8 +114,8 @@ type merger struct {
 	sources   []*mergeSource  // in order of arrival; nil once done
 	live      int             // sources not done
 	idleAfter time.Duration
-	maxOpen   int          // MergeOptions.MaxOpen
-	pending   []MergeInput // not started yet (MaxOpen), in order
+	maxOpen   int              // MergeOptions.MaxOpen
+	pending   []MergeInput     // not started yet (MaxOpen), in order
 	sinks     []segments.Idler // the distinct sinks that are Idlers
 	quietDue  bool             // entries were handed over since the sinks were told Idle(true)
 	// scans counts the inputs' scanning goroutines: when ctx ends, Merge
