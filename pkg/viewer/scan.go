@@ -50,7 +50,10 @@ func (r *Inputs) Expand(names []string, o *sources.Outcome) []string {
 // One input is scanned directly. Several are merged by time
 // (views.Merge): entries of different inputs interleave, each input's
 // own in order, so a sink shared by the inputs must not expect them
-// grouped by input.
+// grouped by input. A capture file of several streams (without follow)
+// is several inputs, one per stream (sources.Input.Streams), sharing its
+// sink: so ds merge's output reads as its inputs do; at most
+// MaxOpenStreams inputs are then read at once.
 //
 // With follow (-f), regular DSS files are followed as they grow,
 // directories are watched for new capture files and stores polled for
