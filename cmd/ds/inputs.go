@@ -45,8 +45,16 @@ Several inputs are merged by time, never grouped by file: a frame's time is
 its stream's latest datastream.clock reading in its input (inputs without
 clock records come first), ties go in argument order, and each input keeps
 its own order; a stream split across files comes out whole, in position
-order, in any argument order. A pipe is shown as it arrives: a line without
-its newline yet shows after 0.3 s of quiet.
+order, in any argument order. A capture file of several streams (the output
+of ds merge, or cat a.dss b.dss) is read as one input per stream, found from
+its segment headers, so it prints line for line as the files it was made of
+do, in any order of its streams' segments; at most 64 inputs are read at once
+(a file of more streams starts each further one when another ends, after
+what was printed by then). With -f a file is read once, as it is written,
+and so are stdin and pipes, which cannot be read twice: a capture of several
+streams read that way prints in its own order, stream after stream as its
+segments come. A pipe is shown as it arrives: a line without its newline
+yet shows after 0.3 s of quiet.
 
 A nats://HOST[:PORT][/PREFIX] input (tls:// for TLS; PREFIX "ds" by
 default) is the JetStream stream that producers publish to with

@@ -60,6 +60,7 @@ func TestScript(t *testing.T) {
 			"mkcopy":     cmdMkcopy,
 			"readatmost": cmdReadAtMost,
 			"mkstream":   cmdMkstream,
+			"mkclocked":  cmdMkclocked,
 			"natsd":      cmdNatsd,
 			"natspub":    cmdNatspub,
 		},
@@ -313,6 +314,58 @@ func cmdMkstream(ts *testscript.TestScript, neg bool, args []string) {
 	} else {
 		ts.Check(w.EndSegment())
 	}
+}
+
+// mkclocked FILE NODE#LIFE T0 DT N [pad=B] [zstd]: write a capture of
+// one ended stream that holds N drain ticks as ds wrap records them, at
+// made-up times: tick i is a datastream.clock record of unix_ns T0+i·DT
+// (T0 and DT in milliseconds), then a line "NODE i" on proc.job.stdout
+// (padded with B dots before its newline); zstd compresses its blocks.
+// Captures of interleaved times, made without sleeping.
+func cmdMkclocked(ts *testscript.TestScript, neg bool, args []string) {
+	usage := func() { ts.Fatalf("usage: mkclocked FILE NODE#LIFE T0 DT N [pad=B] [zstd]") }
+	if neg || len(args) < 5 {
+		usage()
+	}
+	id, err := frames.ParseStreamID(args[1])
+	ts.Check(err)
+	var nums [3]int64
+	for i := range nums {
+		nums[i], err = strconv.ParseInt(args[2+i], 10, 64)
+		ts.Check(err)
+	}
+	pad, comp := 0, segments.CompressNone
+	for _, a := range args[5:] {
+		switch b, ok := strings.CutPrefix(a, "pad="); {
+		case a == "zstd":
+			comp = segments.CompressZstd
+		case ok:
+			pad, err = strconv.Atoi(b)
+			ts.Check(err)
+		default:
+			usage()
+		}
+	}
+	f, err := os.Create(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer f.Close()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	w, err := segments.NewWriter(bw, frames.StreamDescriptor{Stream: id}, []frames.ChannelDescriptor{
+		{Stream: id, ID: 1, Name: frames.ClockChannel, Content: frames.JSONRecord(frames.ClockChannel)},
+		{Stream: id, ID: 2, Name: "proc.job.stdout", Content: frames.TextStream()},
+	}, segments.WriterOptions{Compression: comp})
+	ts.Check(err)
+	t0, dt := nums[0]*1e6, nums[1]*1e6
+	pos := frames.Position(0)
+	for i := range nums[2] {
+		clock := fmt.Appendf(nil, `{"unix_ns":%d,"mono_ns":%d}`, t0+i*dt, i*dt)
+		line := fmt.Appendf(nil, "%s %d%s\n", id.Node, i, strings.Repeat(".", pad))
+		ts.Check(w.WriteFrame(frames.Frame{Channel: 1, Position: pos, Payload: clock}))
+		ts.Check(w.WriteFrame(frames.Frame{Channel: 2, Position: pos + 1, Payload: line}))
+		pos += 2
+	}
+	ts.Check(w.Close())
+	ts.Check(bw.Flush())
 }
 
 // natsServers are the servers natsd started, by script and name.

@@ -23,7 +23,11 @@ reads only those, more of them only while they hold too few lines, so
 that the tail of a 10 GiB capture costs what the tail of a small one
 does. Segments without a summary (a writer that was killed, an older
 writer, a damaged summary) are found by their header and read. Stdin and
-pipes are read to their end, keeping only the last N lines.
+pipes are read to their end, keeping only the last N lines. A capture file
+of several streams (ds merge's output) gives the last N lines of its log
+as ds log merges its streams by time: each stream is read from its end
+until it holds more than N lines (then read again, merged), so that costs
+what the tail of each stream does; with -f it is read in its own order.
 
 With several inputs, each one's lines follow a "==> NAME <==" line, as
 tail(1) prints them. Without an input, ds tail reads stdin. -n 0 prints

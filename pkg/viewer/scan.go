@@ -50,7 +50,10 @@ func (r *Inputs) Expand(names []string, o *sources.Outcome) []string {
 // One input is scanned directly. Several are merged by time
 // (views.Merge): entries of different inputs interleave, each input's
 // own in order, so a sink shared by the inputs must not expect them
-// grouped by input.
+// grouped by input. A capture file of several streams (without follow)
+// is several inputs, one per stream (sources.Input.Streams), sharing its
+// sink: so ds merge's output reads as its inputs do; at most
+// MaxOpenStreams inputs are then read at once.
 //
 // With follow (-f), regular DSS files are followed as they grow,
 // directories are watched for new capture files and stores polled for
@@ -99,7 +102,19 @@ func (r *Inputs) Scan(ctx context.Context, names []string, follow bool, sinkFor 
 			o.Fail(stderr, sources.InputError(in.Name, err))
 		}
 	}
-	if len(ins) == 1 && len(dirs) == 0 {
+	// A capture file of several streams is read as one input per stream
+	// (sources.Input.Streams), merged as files are, so that its order is
+	// that of the files it was merged from. A followed file is read as
+	// it is written: one input, in its own order.
+	parts := make([][]segments.StreamSections, len(ins))
+	split := false
+	if !follow {
+		for i, in := range ins {
+			parts[i] = in.Streams()
+			split = split || parts[i] != nil
+		}
+	}
+	if len(ins) == 1 && len(dirs) == 0 && !split {
 		in := ins[0]
 		rep := in.Reporter(sinkFor(in), stderr)
 		finish(in, rep, in.Scan(ctx, opts, rep, stderr))
@@ -117,8 +132,19 @@ func (r *Inputs) Scan(ctx context.Context, names []string, follow bool, sinkFor 
 		}
 	}
 	var first []views.MergeInput
-	for _, in := range ins {
-		first = append(first, merged(in))
+	for i, in := range ins {
+		if parts[i] == nil {
+			first = append(first, merged(in))
+			continue
+		}
+		first = append(first, splitInputs(in, parts[i], opts, sinkFor(in), stderr, finish)...)
+	}
+	mopts := views.MergeOptions{IdleAfter: opts.IdleAfter}
+	if split {
+		// Bounded memory: a capture of many streams is read
+		// MaxOpenStreams streams at a time (named inputs are all read
+		// at once, as ever).
+		mopts.MaxOpen = max(MaxOpenStreams, len(ins))
 	}
 	var more chan views.MergeInput
 	if len(dirs) > 0 {
@@ -142,8 +168,52 @@ func (r *Inputs) Scan(ctx context.Context, names []string, follow bool, sinkFor 
 			})
 		}()
 	}
-	views.Merge(ctx, first, more, views.MergeOptions{IdleAfter: opts.IdleAfter}) // ends with ctx, or returns nil
+	views.Merge(ctx, first, more, mopts) // ends with ctx, or returns nil
 	return o.Err()
+}
+
+// MaxOpenStreams is how many inputs the merge of Scan reads at once when
+// a capture file of several streams is read as one input per stream (at
+// least the inputs named): a stream beyond it starts when one read
+// before it ends, so a capture of more streams that overlap in time is
+// in time order only within each group read at once. Each input read
+// costs up to a few MiB of batches read ahead.
+const MaxOpenStreams = 64
+
+// splitInputs returns the merge inputs of in, a capture file of several
+// streams: one per stream, reading its sections (sources.Input.ScanSections)
+// into sink, which they share (with one damage reporter); finish is
+// called once the last of them is done, with the first error.
+func splitInputs(in *sources.Input, streams []segments.StreamSections, opts segments.ScanOptions, sink segments.Sink, stderr io.Writer, finish func(*sources.Input, *sources.DamageReporter, error)) []views.MergeInput {
+	rep := in.Reporter(sink, stderr)
+	read := make([]int64, len(streams)) // each set by its Scan, before its Done
+	left := len(streams)
+	var first error
+	ins := make([]views.MergeInput, len(streams))
+	for k, st := range streams {
+		ins[k] = views.MergeInput{
+			Scan: func(ctx context.Context, sink segments.Sink) error {
+				n, err := in.ScanSections(ctx, opts, st.Sections, sink, stderr)
+				read[k] = n
+				return err
+			},
+			Sink: rep,
+			Done: func(err error) {
+				if first == nil {
+					first = err
+				}
+				if left--; left > 0 {
+					return
+				}
+				in.BytesRead = 0
+				for _, n := range read {
+					in.BytesRead += n
+				}
+				finish(in, rep, first)
+			},
+		}
+	}
+	return ins
 }
 
 // interruptible returns ctx as r.Interruptible makes it.

@@ -190,6 +190,12 @@ func (r *Inputs) tailOne(ctx context.Context, name string, src *sources.NATS, st
 		return false, nil, err
 	}
 	defer in.Close()
+	if streams := in.Streams(); streams != nil {
+		// Several streams: the last lines of their merged log, as ds log
+		// reads the file (one input per stream, merged by time).
+		stats, damaged, err := r.tailStreams(ctx, in, streams, opts, stdout, stderr)
+		return damaged, stats.Cursor, err
+	}
 	if !readsFromEnd(in) {
 		// A pipe, a DSQ1 stream, legacy envelopes: read it all, keeping
 		// the last lines.
@@ -220,6 +226,26 @@ func (r *Inputs) tailFile(ctx context.Context, in *sources.Input, opts views.Tai
 		rep.Report(d.Offset, d.End, d.Torn, d.Err)
 	}
 	views.WarnCopies(stderr, stats.Copies, "shown")
+	if err != nil {
+		return stats, rep.Damaged, sources.InputError(in.Name, err)
+	}
+	return stats, rep.Damaged, nil
+}
+
+// tailStreams is tailFile of a capture file of several streams
+// (views.TailStreams): each stream read from its end, unless the file
+// holds a stream whose segments are out of order (OutOfOrder), which is
+// then read whole.
+func (r *Inputs) tailStreams(ctx context.Context, in *sources.Input, streams []segments.StreamSections, opts views.TailOptions, w, stderr io.Writer) (views.TailStats, bool, error) {
+	opts.File, opts.Live, opts.Whole = in.Name, in.Live, OutOfOrder(in.Name)
+	stats, err := views.TailStreams(ctx, in.File, in.Size, streams, opts, MaxOpenStreams, w)
+	if r.ReadStats {
+		fmt.Fprintf(stderr, "ds: %s: read %d of %d bytes\n", in.Name, stats.BytesRead, in.Size)
+	}
+	rep := in.Reporter(nil, stderr)
+	for _, d := range stats.Damage {
+		rep.Report(d.Offset, d.End, d.Torn, d.Err)
+	}
 	if err != nil {
 		return stats, rep.Damaged, sources.InputError(in.Name, err)
 	}

@@ -34,6 +34,12 @@ type MergeOptions struct {
 	// anything to hand over. 0: every input is waited for, so that the
 	// order depends on the inputs only.
 	IdleAfter time.Duration
+	// MaxOpen, if > 0, is the most inputs read at once: the inputs after
+	// the first MaxOpen start, in their order, each when an input ends
+	// (so an input that starts late comes after what was handed over
+	// before it started, whatever its keys). It bounds memory (see
+	// Memory); 0: every input is read at once.
+	MaxOpen int
 }
 
 // Batches between an input's goroutine and [Merge].
@@ -89,11 +95,12 @@ const (
 //
 // Each input's goroutine copies what it reads into batches of at most
 // 1024 entries and 256 KiB of payloads, and runs at most 2 batches ahead
-// of Merge; Merge itself keeps nothing else per entry.
+// of Merge; Merge itself keeps nothing else per entry. So memory grows
+// with the inputs read at once: MaxOpen bounds them.
 func Merge(ctx context.Context, inputs []MergeInput, more <-chan MergeInput, opts MergeOptions) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	m := &merger{ctx: ctx, events: make(chan mergeEvent), idleAfter: opts.IdleAfter}
+	m := &merger{ctx: ctx, events: make(chan mergeEvent), idleAfter: opts.IdleAfter, maxOpen: opts.MaxOpen}
 	for _, in := range inputs {
 		m.add(in)
 	}
@@ -107,6 +114,8 @@ type merger struct {
 	sources   []*mergeSource  // in order of arrival; nil once done
 	live      int             // sources not done
 	idleAfter time.Duration
+	maxOpen   int              // MergeOptions.MaxOpen
+	pending   []MergeInput     // not started yet (MaxOpen), in order
 	sinks     []segments.Idler // the distinct sinks that are Idlers
 	quietDue  bool             // entries were handed over since the sinks were told Idle(true)
 	// scans counts the inputs' scanning goroutines: when ctx ends, Merge
@@ -156,8 +165,18 @@ func (s *mergeSource) finished() bool {
 	return s.ended && (len(s.queue) == 0 || len(s.queue) == 1 && s.pos >= len(s.queue[0].entries))
 }
 
-// add starts reading an input.
+// add starts reading an input, or queues it while MaxOpen inputs are
+// read.
 func (m *merger) add(in MergeInput) {
+	if m.maxOpen > 0 && (m.live >= m.maxOpen || len(m.pending) > 0) {
+		m.pending = append(m.pending, in)
+		return
+	}
+	m.start(in)
+}
+
+// start starts reading an input.
+func (m *merger) start(in MergeInput) {
 	i := len(m.sources)
 	s := &mergeSource{in: in, free: make(chan *mergeBatch, mergeBatches)}
 	for range mergeBatches - 1 {
@@ -225,6 +244,12 @@ func (m *merger) run(more <-chan MergeInput) error {
 					m.done(i, err)
 				}
 			}
+			for _, in := range m.pending {
+				if in.Done != nil {
+					in.Done(err)
+				}
+			}
+			m.pending = nil
 			return err
 		}
 	}
@@ -307,6 +332,12 @@ func (m *merger) done(i int, err error) {
 	m.live--
 	if s.in.Done != nil {
 		s.in.Done(err)
+	}
+	if len(m.pending) > 0 && m.ctx.Err() == nil {
+		next := m.pending[0]
+		m.pending[0] = MergeInput{}
+		m.pending = m.pending[1:]
+		m.start(next)
 	}
 }
 

@@ -26,6 +26,10 @@ type TailOptions struct {
 	// Live says that a writer is still appending to the input: a torn
 	// tail is a record being written, neither shown nor returned.
 	Live bool
+	// Whole makes [TailStreams] read every stream from its start (a
+	// capture whose segments are out of order, whose end is not its
+	// streams' end).
+	Whole bool
 	// Follow leaves the printer of the last pass open for the caller to
 	// go on with (ds tail -f): once the lines are written, it writes to w,
 	// and TailStats.Sink and TailStats.Resume say where to go on from.
