@@ -87,7 +87,18 @@ still come out reordered: two pipes carry no time of their own. With
 Process tree: ds is a subreaper for CMD's descendants (and, as PID 1,
 reaps every orphan, as tini does). When it escalates to KILL (after
 --grace, or a second Ctrl-C) it kills the whole tree CMD started, not only
-CMD. After CMD exits, ds reads its pipes until they close or stay quiet for
+CMD. A stop signal (INT, TERM, HUP, QUIT) stops the whole job, as
+systemd's KillMode=mixed does: CMD gets it; when CMD exits within --grace
+of the first one, what remains of its tree (the orphans re-parented to ds,
+daemons that forked and called setsid included, and the members of a
+session or process group CMD leads, with their descendants) gets the
+signal too, and what is still running --grace after the first stop signal
+gets KILL. Lifecycle signal records name them: source "tree" for the
+signal, "escalation" for the KILL, with "descendants" (the pids) and
+"count". Processes CMD had started through another program (systemd-run,
+a container runtime) are not its descendants and are not stopped; nothing
+is when ds itself is killed with KILL. A CMD that exits on its own leaves
+its background processes running, as without ds. After CMD exits, ds reads its pipes until they close or stay quiet for
 100 ms; a background process still holding them is named in a
 drain_timeout lifecycle record. A script without #! runs under /bin/sh, as
 sh and env do (a file that looks binary, with a NUL in its first line,
@@ -140,7 +151,7 @@ up to 5 s for the servers to acknowledge what it holds.`,
 			&cli.StringFlag{Name: "host-channels", Value: "cpu,mem,net,gpu", Usage: "with --host: sample these `CHANNELS` (a comma list of cpu, mem, net, gpu)"},
 		}, captureFlags()...),
 			&cli.IntFlag{Name: "queue", Value: frames.DefaultMuxCapacity, Usage: "the capture queue holds at most `FRAMES` output frames (and 256 MiB of them, written or not)"},
-			&cli.DurationFlag{Name: "grace", Value: proc.DefaultGrace, Usage: "time between TERM and KILL"}),
+			&cli.DurationFlag{Name: "grace", Value: proc.DefaultGrace, Usage: "time between TERM and KILL (for CMD, and for what remains of its tree after any stop signal)"}),
 		// Flags end at the command: ds wrap make -j4 test works without --.
 		StopOnNthArg:              &one,
 		DisableSliceFlagSeparator: true, // -o nats://h1,h2/ds lists servers
