@@ -86,6 +86,8 @@
 //	{"event":"spawn_failed","error":"executable file not found in $PATH",
 //	 "argv":["mkae"],"cwd":"/src","exit_code":127}
 //	{"event":"signal","signal":"TERM","number":15,"source":"forwarded"}
+//	{"event":"signal","signal":"TERM","number":15,"source":"tree","descendants":[4250,4251],"count":2}
+//	{"event":"signal","signal":"KILL","number":9,"source":"escalation","descendants":[4250],"count":1}
 //	{"event":"drain_timeout","timeout_ns":2000000000,"open":["stdout","stderr"],
 //	 "reason":"idle","idle_ns":100000000,"waited_ns":100412000,
 //	 "holders":[{"pid":4250,"argv":["sleep","60"],"open":["stdout","stderr"]}]}
@@ -103,7 +105,13 @@
 // "forwarded" (ds sent the signal it received to the child), "terminal" (ds
 // received it but did not send it: the terminal delivered it to the child's
 // process group already), "escalation" (ds sent KILL after Grace or on a
-// second INT) and "cancel" (ds sent TERM because Run's context ended).
+// second INT, to the child and the rest of its tree, or at the deadline to
+// what remained of the tree after the child exited), "cancel" (ds sent TERM
+// because Run's context ended) and "tree" (the child exited after a stop
+// signal and ds sent that signal on to what remained of its tree; see
+// Process tree). descendants lists the pids of the tree's other processes
+// that were sent the signal, parents before their children, and count how
+// many they are; both are left out when there are none.
 // drain_timeout is recorded when capture stopped while outputs were still
 // open after the child exited (see Draining below): open lists them;
 // reason is "idle" (they carried nothing for idle_ns, Options.DrainIdle)
@@ -159,10 +167,10 @@
 // none) ds cannot tell ^C from kill -INT: the rare kill -INT aimed at an
 // interactive ds alone is therefore not passed on, and [TTYSignalsForward]
 // overrides the choice. TERM, HUP, USR1 and USR2 normally come from kill(1) aimed at ds and
-// are always forwarded. Signals, and KILL, go to the child alone (through a
-// pidfd, so a reused pid is never hit); a grandchild that outlives it is
-// left alone and, if it keeps the output open, bounded by DrainIdle and
-// DrainTimeout (see Draining).
+// are always forwarded. Signals go to the child alone (through a pidfd, so
+// a reused pid is never hit); when a stop signal made it exit, the rest of
+// its tree gets the signal then, and KILL at the deadline (see Process
+// tree).
 //
 // # Process tree
 //
@@ -192,8 +200,57 @@
 // (as in ds wrap) or when ds found it in the tree before; with several Runs
 // at once, an orphan whose parent died before the escalation belongs to
 // none and is left alone. When /proc is not that of ds's pid namespace
-// (unshare --pid without --mount-proc) only the child is killed. A
-// descendant still running when the child exits on its own is not killed.
+// (unshare --pid without --mount-proc) only the child is killed.
+//
+// # Stopping the job
+//
+// INT, TERM, HUP and QUIT, and the end of Run's context, are stop signals:
+// they ask the whole job to end, as systemd's KillMode=mixed treats a unit
+// it stops. The child gets the signal (as above), and the job has Grace
+// from the first stop signal, the deadline, to be gone. When the child
+// exits before the deadline, ds, before it reaps the child (so that its pid
+// and the process group or session it may lead cannot be reused meanwhile),
+// looks up what remains of its tree as for an escalation (the members of a
+// session or process group the child leads, the orphans re-parented to ds,
+// and their descendants) and sends each live one the last stop signal
+// received (TERM for the context's end), through a pidfd after checking its
+// start time; a process that has it pending already, is exiting, or got it
+// with the child (in PTY mode, the members of the child's process group; a
+// signal the terminal delivered, the members of ds's group) is not sent it
+// again. These are listed in a signal record with source "tree". ds then
+// looks again (every 100 ms at most, signalling any newcomer) until none is
+// left, and at the deadline sends KILL to those still there, as many passes
+// as it takes, listed in a signal record with source "escalation"; a
+// second INT meanwhile does that at once. Only then is the child reaped,
+// the output drained and exited recorded, so ds wrap returns at most about
+// Grace after the first stop signal. A child still running at the deadline
+// is killed with its tree (escalation, above).
+//
+// What is covered: every descendant that is still linked to the child by
+// parent, or re-parented to ds (a daemon that forks twice and calls setsid
+// is re-parented to ds, its subreaper), or in a session or group the child
+// leads, and, when ds is PID 1 of a pid namespace, every orphan of it. What
+// is not: a process the child had started by another program (systemd-run,
+// a container runtime, at(1), an ssh server elsewhere), which is not a
+// descendant; an orphan whose parent died before the stop when several Runs
+// are in progress at once (it belongs to none); a process ds may not signal
+// (another user's, after setuid), which is left out of the records; every
+// process when /proc is not that of ds's pid namespace; and everything when
+// ds itself is killed with KILL. No cgroup is used: one would need a
+// delegated cgroup tree, which ds wrap cannot count on. Unrelated processes
+// are never signalled: only the child's descendants, by parent, the orphans
+// re-parented to ds (which with ds wrap can only be the child's: a child
+// ds starts otherwise, through os/exec, holds a pidfd and is left out) and
+// the members of the child's own session or group count, and each is
+// checked by start time before it is signalled.
+//
+// A child that exits on its own, without a stop signal or later than Grace
+// after the first one (a program that handles ^C and goes on), was not
+// stopped: what remains of its tree is left alone and, if it keeps the
+// output open, bounded by DrainIdle and DrainTimeout (see Draining). In PTY
+// mode a ^C typed on the terminal is input to the child, not a signal to
+// ds, so it does not stop the job; the kernel sends HUP to the pty's
+// foreground process group when the child, its session leader, exits.
 //
 // # PTY mode
 //

@@ -43,6 +43,13 @@ const (
 	SourceEscalation = "escalation"
 	// SourceCancel: ds sent TERM because Run's context was cancelled.
 	SourceCancel = "cancel"
+	// SourceTree: the child exited after a stop signal (INT, TERM, HUP,
+	// QUIT, or the context's end), and ds sent that signal on to what
+	// remained of its process tree, whose pids the record's "descendants"
+	// lists; what is still running at the deadline, Grace after the first
+	// stop signal, is sent KILL (a record with source "escalation"). See
+	// the package doc, Process tree.
+	SourceTree = "tree"
 )
 
 type startedRecord struct {
@@ -70,9 +77,11 @@ type signalRecord struct {
 	Number int    `json:"number"`
 	Source string `json:"source"`
 	// Descendants lists the other processes of the child's tree that were
-	// sent the signal too (KILL on escalation only; see the package doc),
-	// by pid, parents before their children.
+	// sent the signal (KILL on escalation, the stop signal with source
+	// "tree"; see the package doc), by pid, parents before their children.
 	Descendants []int `json:"descendants,omitempty"`
+	// Count is len(Descendants), for readers that want only how many.
+	Count int `json:"count,omitempty"`
 }
 
 type drainTimeoutRecord struct {

@@ -107,7 +107,10 @@ type Options struct {
 	// PTY runs the child on a pseudo-terminal (ds wrap --pty).
 	PTY bool
 	// Grace is the time a child has to exit after TERM (forwarded or sent
-	// on cancellation) before it is sent KILL. 0 means DefaultGrace.
+	// on cancellation) before it is sent KILL, and the time the whole job
+	// has after the first stop signal (INT, TERM, HUP, QUIT, cancellation)
+	// before what remains of its tree is sent KILL (see the package doc,
+	// Stopping the job). 0 means DefaultGrace.
 	Grace time.Duration
 	// IdleFlush is how long a partial line (bytes after the last newline)
 	// may wait for its newline before it is submitted as a frame of its
@@ -241,8 +244,10 @@ type Result struct {
 // and path "/bin/sh". A binary one still fails (ExitCannotExecute).
 //
 // While Run is in progress the process is a child subreaper that reaps the
-// orphans of the child, and an escalation KILLs the child's whole tree (see
-// the package doc, Process tree); Run may be called concurrently with code
+// orphans of the child, an escalation KILLs the child's whole tree, and a
+// child that a stop signal made exit has the rest of its tree sent that
+// signal and KILL at the deadline (see the package doc, Process tree and
+// Stopping the job); Run may be called concurrently with code
 // that starts and waits for its own children through os.StartProcess or
 // os/exec (which hold a pidfd), not with code that waits for children it
 // has no pidfd for.
@@ -597,13 +602,40 @@ type waitResult struct {
 	err   error
 }
 
-// supervise forwards signals until the child exits, drains its output and
+// exitEvent says that the child has exited: at, and whether the wait
+// already reaped it (w then holds the result).
+type exitEvent struct {
+	at     time.Time
+	reaped bool
+	w      waitResult
+}
+
+// stopState is what ds was asked when a stop signal (INT, TERM, HUP, QUIT,
+// or the context's end) arrived: the signal, to send to what remains of
+// the tree once the child has exited; its source (forwarded, terminal,
+// cancel); and the deadline, Grace after the first one, by which the whole
+// tree is to be gone.
+type stopState struct {
+	sig      syscall.Signal
+	source   string
+	deadline time.Time // zero: no stop signal
+}
+
+// supervise forwards signals until the child exits, stops what remains of
+// its tree when a stop signal came first (stopRest), drains its output and
 // records exited.
 func (s *supervisor) supervise(ctx context.Context) {
-	waitc := make(chan waitResult, 1)
+	exitc := make(chan exitEvent, 1)
 	go func() {
+		// The child is seen to exit without being reaped, so that its pid,
+		// and the process group and session it may lead, cannot be reused
+		// while what remains of its tree is looked for.
+		if waitExited(s.proc.Pid) {
+			exitc <- exitEvent{at: time.Now()}
+			return
+		}
 		st, err := s.proc.Wait()
-		waitc <- waitResult{st, err}
+		exitc <- exitEvent{at: time.Now(), reaped: true, w: waitResult{st, err}}
 	}()
 
 	var grace *time.Timer
@@ -614,14 +646,21 @@ func (s *supervisor) supervise(ctx context.Context) {
 			graceC = grace.C
 		}
 	}
+	var stop stopState
+	stopBy := func(sig syscall.Signal, source string) {
+		if stop.deadline.IsZero() {
+			stop.deadline = time.Now().Add(s.o.Grace)
+		}
+		stop.sig, stop.source = sig, source
+	}
 	done := ctx.Done()
 	sigc := s.o.Signals
 	ints := 0
-	var w waitResult
+	var ev exitEvent
 loop:
 	for {
 		select {
-		case w = <-waitc:
+		case ev = <-exitc:
 			break loop
 		case sig, ok := <-sigc:
 			if !ok {
@@ -635,30 +674,41 @@ loop:
 			switch ss {
 			case syscall.SIGINT:
 				ints++
-				s.forward(ss)
+				stopBy(ss, s.forward(ss))
 				if ints >= 2 {
 					s.kill()
 				}
 			case syscall.SIGTERM:
-				s.forward(ss)
+				stopBy(ss, s.forward(ss))
 				startGrace()
-			case syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH:
+			case syscall.SIGHUP, syscall.SIGQUIT:
+				stopBy(ss, s.forward(ss))
+			case syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH:
 				s.forward(ss)
 			}
 		case <-done:
 			done = nil
 			s.signal(syscall.SIGTERM, SourceCancel)
+			stopBy(syscall.SIGTERM, SourceCancel)
 			startGrace()
 		case <-graceC:
 			graceC = nil
 			s.kill()
 		}
 	}
-	doneOwn(s.proc.Pid)
 	if grace != nil {
 		grace.Stop()
 	}
-	s.res.Wall = time.Since(s.startTime)
+	if !ev.reaped && !s.killed && !stop.deadline.IsZero() && ev.at.Before(stop.deadline) {
+		s.stopRest(stop, sigc, ints)
+	}
+	w := ev.w
+	if !ev.reaped {
+		st, err := s.proc.Wait()
+		w = waitResult{st, err}
+	}
+	doneOwn(s.proc.Pid)
+	s.res.Wall = ev.at.Sub(s.startTime)
 	s.finishCapture()
 	s.exitStatus(w)
 	s.record(exitedRecord{
@@ -670,20 +720,23 @@ loop:
 	})
 }
 
-// forward handles a signal ds received.
-func (s *supervisor) forward(sig syscall.Signal) {
+// forward handles a signal ds received and returns the source it was
+// recorded with: SourceForwarded, or SourceTerminal when it was left to
+// the terminal.
+func (s *supervisor) forward(sig syscall.Signal) string {
 	if s.o.PTY {
 		if sig == syscall.SIGWINCH && s.winTerm != nil {
 			// Resizing makes the kernel signal the pty's foreground group.
 			_ = copyWinsize(s.master, s.winTerm)
 			s.record(signalRecord{Event: EventSignal, Signal: SignalName(sig), Number: int(sig), Source: SourceForwarded})
-			return
+			return SourceForwarded
 		}
 	} else if s.ttySkip && (sig == syscall.SIGINT || sig == syscall.SIGQUIT || sig == syscall.SIGWINCH) {
 		s.record(signalRecord{Event: EventSignal, Signal: SignalName(sig), Number: int(sig), Source: SourceTerminal})
-		return
+		return SourceTerminal
 	}
 	s.signal(sig, SourceForwarded)
+	return SourceForwarded
 }
 
 // kill sends KILL once, to the child and to the rest of its process tree
@@ -698,7 +751,8 @@ func (s *supervisor) kill() {
 	if err != nil && len(pids) == 0 {
 		return
 	}
-	s.record(signalRecord{Event: EventSignal, Signal: SignalName(syscall.SIGKILL), Number: int(syscall.SIGKILL), Source: SourceEscalation, Descendants: pids})
+	s.record(signalRecord{Event: EventSignal, Signal: SignalName(syscall.SIGKILL), Number: int(syscall.SIGKILL), Source: SourceEscalation,
+		Descendants: pids, Count: len(pids)})
 }
 
 // signal sends sig to the child (its process group in PTY mode; see send)

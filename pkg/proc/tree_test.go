@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -24,8 +25,8 @@ func TestParseStat(t *testing.T) {
 		want    procEntry
 		wantErr bool
 	}{
-		{in: "42 (sleep) S 7 40 30 34816 42 4194304 100" + tail, want: procEntry{PID: 42, PPID: 7, PGRP: 40, SID: 30, State: 'S', StartTicks: 98765}},
-		{in: "43 (a (b) c) d) Z 1 1 1 0 -1 4194304 100" + tail, want: procEntry{PID: 43, PPID: 1, PGRP: 1, SID: 1, State: 'Z', StartTicks: 98765}},
+		{in: "42 (sleep) S 7 40 30 34816 42 4194304 100" + tail, want: procEntry{PID: 42, PPID: 7, PGRP: 40, SID: 30, State: 'S', Flags: 4194304, StartTicks: 98765}},
+		{in: "43 (a (b) c) d) Z 1 1 1 0 -1 4194304 100" + tail, want: procEntry{PID: 43, PPID: 1, PGRP: 1, SID: 1, State: 'Z', Flags: 4194304, StartTicks: 98765}},
 		{in: "44 () R 2 3 4 0 -1 0 0" + tail, want: procEntry{PID: 44, PPID: 2, PGRP: 3, SID: 4, State: 'R', StartTicks: 98765}},
 		{in: "45 (x) S 1 2 3", wantErr: true},
 		{in: "46 sleep S 1 2 3" + tail, wantErr: true},
@@ -384,5 +385,170 @@ func TestHelperPID1(t *testing.T) {
 		Stdout: w, Stdin: &stdinAfter{ch: release}})
 	if res.ExitCode != 0 {
 		t.Errorf("exit %d", res.ExitCode)
+	}
+}
+
+// stopScripts writes the scripts of TestStopSignalStopsRest into a
+// temporary directory and returns the child's: it starts a grandchild "gc"
+// and an orphan (in a session of its own, its parent gone, so re-parented
+// to ds) that ignore TERM, HUP and INT, and a grandchild "polite" that
+// exits on them (its own child, a sleep, dies of them); each prints its
+// name and pid once its traps are set. The child itself waits, with no
+// trap: a stop signal kills it.
+func stopScripts(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"ign.sh":    `trap '' TERM HUP INT; echo "$1 $$"; exec sleep 300` + "\n",
+		"polite.sh": `trap 'exit 0' TERM HUP INT; sleep 300 & echo "polite $$"; wait` + "\n",
+		"child.sh": `d=$(dirname "$0")
+sh "$d/ign.sh" gc </dev/null &
+setsid sh -c 'sh "$1" orphan </dev/null &' sh "$d/ign.sh"
+sh "$d/polite.sh" </dev/null &
+wait
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "child.sh")
+}
+
+// TestStopSignalStopsRest checks that a stop signal stops the whole job
+// (issue 22 item 7): the child dies of it, what remains of its tree gets
+// the signal too (the polite grandchild exits), and what ignores it (a
+// grandchild, an orphan in a session of its own) is sent KILL at the
+// deadline, Grace after the signal; the records list them (in PTY mode the
+// signal went to the child's process group: only the orphan, in a session
+// of its own, is sent it again). A child of ds's own (started with os/exec)
+// survives. Not parallel: orphans count as the child's only while one Run
+// is in progress (see treeWalk).
+func TestStopSignalStopsRest(t *testing.T) {
+	tests := []struct {
+		name    string
+		trigger func(sigs chan<- os.Signal, cancel func())
+		sig     string
+		exit    int
+		first   string
+		polite  bool // the polite grandchild exits on the signal (it cannot trap an INT that was ignored when it started)
+		pty     bool // the signal goes to the child's process group: what is in it had it already
+	}{
+		{"TERM", func(sigs chan<- os.Signal, _ func()) { sigs <- syscall.SIGTERM }, "TERM/15", 143, "TERM/15/forwarded", true, false},
+		{"HUP", func(sigs chan<- os.Signal, _ func()) { sigs <- syscall.SIGHUP }, "HUP/1", 129, "HUP/1/forwarded", true, false},
+		{"INT", func(sigs chan<- os.Signal, _ func()) { sigs <- syscall.SIGINT }, "INT/2", 130, "INT/2/forwarded", false, false},
+		{"cancel", func(_ chan<- os.Signal, cancel func()) { cancel() }, "TERM/15", 143, "TERM/15/cancel", true, false},
+		{"TERM pty", func(sigs chan<- os.Signal, _ func()) { sigs <- syscall.SIGTERM }, "TERM/15", 143, "TERM/15/forwarded", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mine := exec.Command("sleep", "300") // ds's own child, not the job's
+			if err := mine.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = mine.Process.Kill(); _ = mine.Wait() }()
+
+			w := newMarkWriter("")
+			sigs := make(chan os.Signal, 2)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			pids := map[string]int{}
+			starts := map[string]uint64{}
+			go func() {
+				for _, k := range []string{"gc ", "orphan ", "polite "} {
+					w.waitFor(t, k)
+				}
+				for _, line := range strings.Split(w.String(), "\n") {
+					if k, v, ok := strings.Cut(strings.TrimSuffix(line, "\r"), " "); ok {
+						pid, _ := strconv.Atoi(v)
+						e, err := readStat("/proc", pid)
+						if err != nil {
+							t.Errorf("%s %d: %v", k, pid, err)
+							continue
+						}
+						pids[k], starts[k] = pid, e.StartTicks
+					}
+				}
+				tt.trigger(sigs, cancel)
+			}()
+			p := &fakeProducer{}
+			res, err := Run(ctx, Options{Argv: []string{"sh", stopScripts(t)}, Stdout: w, Producer: p, Label: label,
+				Signals: sigs, TTYSignals: TTYSignalsForward, Grace: time.Second, PTY: tt.pty})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkExitedLast(t, p, res)
+			if res.ExitCode != tt.exit {
+				t.Errorf("exit %d, want %d", res.ExitCode, tt.exit)
+			}
+			want := []string{tt.first, tt.sig + "/tree", "KILL/9/escalation"}
+			if got := sigRecords(t, p); !cmp.Equal(got, want) {
+				t.Errorf("signal records = %q, want %q", got, want)
+			}
+			lists := map[string][]any{}
+			for _, m := range p.lifecycle(t, label) {
+				if src, _ := m["source"].(string); src == "tree" || src == "escalation" {
+					lists[src], _ = m["descendants"].([]any)
+					if n, _ := m["count"].(float64); int(n) != len(lists[src]) {
+						t.Errorf("%s record: count %v, %d descendants", src, m["count"], len(lists[src]))
+					}
+				}
+			}
+			for _, k := range []string{"gc", "orphan", "polite"} {
+				if pids[k] == 0 {
+					t.Fatalf("no %s pid in %q", k, w.String())
+				}
+				sent := k == "orphan" || !tt.pty
+				if got := slices.Contains(lists["tree"], any(float64(pids[k]))); got != sent {
+					t.Errorf("tree record's descendants %v: %s %d listed %v, want %v", lists["tree"], k, pids[k], got, sent)
+				}
+				killed := k != "polite" || !tt.polite
+				if got := slices.Contains(lists["escalation"], any(float64(pids[k]))); got != killed {
+					t.Errorf("escalation record's descendants %v: %s %d listed %v, want %v", lists["escalation"], k, pids[k], got, killed)
+				}
+				waitDead(t, k, pids[k], starts[k])
+			}
+			if slices.Contains(lists["tree"], any(float64(mine.Process.Pid))) || !procAliveNow(mine.Process.Pid) {
+				t.Errorf("ds's own child %d was signalled", mine.Process.Pid)
+			}
+		})
+	}
+}
+
+// procAliveNow reports whether process pid runs (not a zombie).
+func procAliveNow(pid int) bool {
+	e, err := readStat("/proc", pid)
+	return err == nil && e.State != 'Z' && e.State != 'X'
+}
+
+// TestExitLongAfterStopLeavesRest checks that a child that exits on its
+// own, later than Grace after a stop signal (here its INT trap takes 50 ms,
+// Grace is 1 ms), was not stopped by it: what remains of its tree is left
+// alone, as after any exit of its own.
+func TestExitLongAfterStopLeavesRest(t *testing.T) {
+	w := newMarkWriter("ready")
+	sigs := make(chan os.Signal, 1)
+	go func() { waitMarker(t, w); sigs <- syscall.SIGINT }()
+	res, p := runSh(t, `trap 'sleep 0.05; exit 3' INT; sleep 300 </dev/null >/dev/null 2>&1 &
+echo "gc $!"; echo ready; wait`, Options{Stdout: w, Signals: sigs, TTYSignals: TTYSignalsForward, Grace: time.Millisecond})
+	if res.ExitCode != 3 {
+		t.Errorf("exit %d, want 3", res.ExitCode)
+	}
+	if got := sigRecords(t, p); !cmp.Equal(got, []string{"INT/2/forwarded"}) {
+		t.Errorf("signal records = %q", got)
+	}
+	var gc int
+	for _, line := range strings.Split(w.String(), "\n") {
+		if v, ok := strings.CutPrefix(line, "gc "); ok {
+			gc, _ = strconv.Atoi(v)
+		}
+	}
+	if gc == 0 || !procAliveNow(gc) {
+		t.Errorf("grandchild %d is gone (output %q)", gc, w.String())
+	}
+	if gc > 0 {
+		_ = unix.Kill(gc, unix.SIGKILL)
+		_, _ = unix.Wait4(gc, nil, 0, nil) // an orphan of this process now that Run has returned
 	}
 }
