@@ -248,7 +248,7 @@ func TestGapsClockStep(t *testing.T) {
 		t.Errorf("json (-want +got):\n%s", diff)
 	}
 	tot := g.Totals()
-	if tot.ClockSteps != 1 || tot.Losses() != 1 || tot.String() != "1 loss: 1 clock step" {
+	if tot.ClockSteps != 1 || tot.Losses() != 1 || tot.String() != "1 problem: 1 clock step" {
 		t.Errorf("totals %+v: Losses %d, %q", tot, tot.Losses(), tot)
 	}
 	if !FindingClockStep.IsLoss() || FindingClockStep.String() != "clock-step" {

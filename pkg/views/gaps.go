@@ -264,6 +264,13 @@ func (t LossTotals) Losses() uint64 {
 	return t.Damaged + t.Torn + t.Starts + t.Gaps + t.Drops + t.Conflicts + t.Unended + t.TrimShown + t.ClockSteps
 }
 
+// Problems returns how many of [LossTotals.Losses] lose no frame of the
+// inputs but make what they show untrue unless said: conflicts (a
+// different payload for a position, refused), frames below a capture's
+// Trimmed record, and steps of a wall clock. String calls them
+// "problems", apart from the losses.
+func (t LossTotals) Problems() uint64 { return t.Conflicts + t.TrimShown + t.ClockSteps }
+
 // Noted returns how many notes [LossTotals.String] gives after the
 // losses: subscriber drops and transport losses, which tell what other
 // outputs of a stream lack, and copies not compared, among which a
@@ -277,14 +284,20 @@ func (t LossTotals) IsDamaged() bool { return t.Damaged+t.Torn > 0 }
 
 // String returns the totals in one line for people: the losses, e.g. "2
 // losses: 1 gap (3 frames missing), 1 drop (4 frames refused)" or "no
-// loss", then the notes, if any, after "; noted: ", e.g. "no loss;
+// loss", then the problems (see [LossTotals.Problems]) after "; ", e.g.
+// "1 problem: 1 clock step" (alone when there is no loss), then the notes, if any, after "; noted: ", e.g. "no loss;
 // noted: 1 subscriber drop (304 frame copies lost by subscribers), 4
 // transport losses (304 frames not delivered by an output)".
 func (t LossTotals) String() string {
-	var parts, notes []string
+	var parts, problems, notes []string
 	add := func(ok bool, format string, args ...any) {
 		if ok {
 			parts = append(parts, fmt.Sprintf(format, args...))
+		}
+	}
+	problem := func(ok bool, format string, args ...any) {
+		if ok {
+			problems = append(problems, fmt.Sprintf(format, args...))
 		}
 	}
 	note := func(ok bool, format string, args ...any) {
@@ -297,16 +310,24 @@ func (t LossTotals) String() string {
 	add(t.Starts > 0, "%s without %s start", textfmt.Nouns(t.Starts, "stream"), its(t.Starts))
 	add(t.Gaps > 0, "%s (%s missing)", textfmt.Nouns(t.Gaps, "gap"), textfmt.Nouns(t.Missing, "frame"))
 	add(t.Drops > 0, "%s (%s refused)", textfmt.Nouns(t.Drops, "drop"), textfmt.Nouns(t.Dropped, "frame"))
-	add(t.Conflicts > 0, "%s", textfmt.Nouns(t.Conflicts, "conflict"))
 	add(t.Unended > 0, "%s not ended", textfmt.Nouns(t.Unended, "stream"))
-	add(t.TrimShown > 0, "%s with frames below a capture's Trimmed record", textfmt.Nouns(t.TrimShown, "stream"))
-	add(t.ClockSteps > 0, "%s", textfmt.Nouns(t.ClockSteps, "clock step"))
+	problem(t.Conflicts > 0, "%s", textfmt.Nouns(t.Conflicts, "conflict"))
+	problem(t.TrimShown > 0, "%s with frames below a capture's Trimmed record", textfmt.Nouns(t.TrimShown, "stream"))
+	problem(t.ClockSteps > 0, "%s", textfmt.Nouns(t.ClockSteps, "clock step"))
 	note(t.SubDrops > 0, "%s (%s lost by subscribers)", textfmt.Nouns(t.SubDrops, "subscriber drop"), textfmt.Nouns(t.SubDropped, "frame copy"))
 	note(t.Transport > 0, "%s (%s not delivered by an output)", textfmt.Nouns(t.Transport, "transport loss"), textfmt.Nouns(t.Undelivered, "frame"))
 	note(t.Uncompared > 0, "%s not compared with the first", textfmt.Nouns(t.Uncompared, "copy"))
 	s := "no loss"
-	if n := t.Losses(); n > 0 {
+	if n := t.Losses() - t.Problems(); n > 0 {
 		s = textfmt.Nouns(n, "loss") + ": " + strings.Join(parts, ", ")
+	}
+	if n := t.Problems(); n > 0 {
+		p := textfmt.Nouns(n, "problem") + ": " + strings.Join(problems, ", ")
+		if len(parts) == 0 {
+			s = p
+		} else {
+			s += "; " + p
+		}
 	}
 	if len(notes) > 0 {
 		s += "; noted: " + strings.Join(notes, ", ")
