@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
@@ -868,16 +870,71 @@ func writeInfoText(w io.Writer, files []FileSummary, n int, stream func(int) Str
 			}
 			fmt.Fprintf(tw, "  exit\t%s: %s %d (status %d)\n", label, e.Kind, e.Value, e.ExitCode)
 		}
-		fmt.Fprintf(tw, "  channels\n    id\tname\tcontent\tframes\tbytes\n")
-		for _, c := range s.Channels {
-			name := c.Name
-			if name == "" {
-				name = "(no descriptor)"
-			}
-			fmt.Fprintf(tw, "    %d\t%s\t%s\t%d\t%d\n", c.ID, name, c.Content, c.Frames, c.Bytes)
+		fmt.Fprintf(tw, "  channels\n")
+		if err := tabs.Flush(); err != nil {
+			return err
+		}
+		if err := writeChannelTable(w, s.Channels); err != nil {
+			return err
 		}
 	}
 	return tabs.Flush()
+}
+
+// writeChannelTable writes the channel table of a stream's block in ds
+// info's text: a header and a row per channel, columns aligned as the
+// rest of the report's (text/tabwriter with padding 2), what the capture
+// names escaped. It measures the columns in a first pass and writes the
+// rows in a second, so that a catalog of 140 000 channels (a 16 MiB
+// header) is not held whole in a tabwriter's cells.
+func writeChannelTable(w io.Writer, chans []ChannelSummary) error {
+	var scratch []byte
+	cells := func(c *ChannelSummary, f func(i int, cell []byte)) {
+		if c == nil {
+			for i, h := range [...]string{"    id", "name", "content", "frames", "bytes"} {
+				f(i, []byte(h))
+			}
+			return
+		}
+		scratch = strconv.AppendUint(append(scratch[:0], "    "...), uint64(c.ID), 10)
+		f(0, scratch)
+		name := c.Name
+		if name == "" {
+			name = "(no descriptor)"
+		}
+		scratch, _, _ = appendTerminal(scratch[:0], []byte(name), 0)
+		f(1, scratch)
+		scratch, _, _ = appendTerminal(scratch[:0], []byte(c.Content), 0)
+		f(2, scratch)
+		f(3, strconv.AppendUint(scratch[:0], c.Frames, 10))
+		f(4, strconv.AppendUint(scratch[:0], c.Bytes, 10))
+	}
+	var width [4]int
+	measure := func(i int, cell []byte) {
+		if i < len(width) {
+			width[i] = max(width[i], utf8.RuneCount(cell))
+		}
+	}
+	cells(nil, measure)
+	for i := range chans {
+		cells(&chans[i], measure)
+	}
+	bw := bufio.NewWriter(w)
+	write := func(i int, cell []byte) {
+		bw.Write(cell)
+		if i < len(width) {
+			for n := utf8.RuneCount(cell); n < width[i]+2; n++ {
+				bw.WriteByte(' ')
+			}
+		} else {
+			bw.WriteByte('\n')
+		}
+	}
+	cells(nil, write)
+	for i := range chans {
+		cells(&chans[i], write)
+	}
+	return bw.Flush()
 }
 
 // trimmedHead returns the end of the positions a stream is trimmed of at

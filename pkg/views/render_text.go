@@ -179,10 +179,10 @@ func (l *textLayout) appendStyled(b []byte, s style, text string) []byte {
 func (l *textLayout) appendChannel(b []byte, ci *chanInfo) []byte {
 	s := styleNone
 	if l.color {
-		s = channelStyle(ci.desc.Name)
+		s = channelStyle(ci.name)
 	}
 	b = append(b, s...)
-	b, w := appendName(b, ci.desc.Name, ci.width)
+	b, w := appendName(b, ci.name, ci.width)
 	b = append(b, l.off(s)...)
 	return appendPad(b, l.nameW-w)
 }
@@ -350,7 +350,7 @@ func (p *Printer) textSegment(st *streamInfo, ci *chanInfo, pos frames.Position,
 // channel ci and, when cont, the mark of a continued line (which -g does
 // not see).
 func (p *Printer) textHead(pos frames.Position, ci *chanInfo, cont bool) []byte {
-	b := p.text.appendPrefix(p.line[:0], &p.clock, pos, ci, ci.desc.ID)
+	b := p.text.appendPrefix(p.line[:0], &p.clock, pos, ci, ci.id)
 	if cont {
 		b = p.text.appendStyled(b, stylePosition, lineMark)
 		p.text.grepFrom = len(b)

@@ -33,8 +33,11 @@ type streamInfo struct {
 // when its (first) descriptor arrives, so that rendering a frame needs no
 // map lookup or string building.
 type chanInfo struct {
-	desc    frames.ChannelDescriptor
-	width   int  // desc.Name in runes, for the channel column
+	// name and id are the descriptor's: the rest is not kept, as a
+	// catalog may have 140 000 channels.
+	name    string
+	id      frames.ChannelID
+	width   int  // name in runes, for the channel column
 	visible bool // the filter decision
 	kind    frames.ContentKind
 	json    []byte   // `,"channel":NAME,"channel_id":ID,"content":KIND` (FormatJSON)
@@ -62,7 +65,7 @@ func newStreamInfo(d frames.StreamDescriptor, format LogFormat) *streamInfo {
 // newChanInfo returns what a printer keeps of channel d, visible or not
 // by the filters.
 func newChanInfo(d frames.ChannelDescriptor, visible bool, format LogFormat) *chanInfo {
-	ci := &chanInfo{desc: d, width: nameWidth(d.Name), visible: visible, kind: d.Content.Kind}
+	ci := &chanInfo{name: d.Name, id: d.ID, width: nameWidth(d.Name), visible: visible, kind: d.Content.Kind}
 	if format == FormatJSON {
 		b := append([]byte(nil), `,"channel":`...)
 		b = appendJSONString(b, d.Name)
