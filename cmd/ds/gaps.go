@@ -51,6 +51,12 @@ input. KIND is one of these losses:
                moved more than 100 ms beyond the monotonic clock, so the
                times of the frames after it are off by the step; no frame
                is missing, but --check fails on it
+   uncompared  copies of positions that could not be compared with
+               their first copy, read too long before (more than 16384
+               positions back, or past the 8 MiB that hashes may take): a
+               conflict among them would not be listed, so --check fails
+               on them, as it cannot rule one out (check each input alone,
+               or inputs whose copies are close)
 
 or one of these notes, which tell what other copies of a stream lack:
    subscriber  frame copies the writer's subscribers (its outputs) lost,
@@ -67,11 +73,6 @@ or one of these notes, which tell what other copies of a stream lack:
    trimmed     positions a store trimmed (ds trim); in a capture file
                that holds a Trimmed record, positions below its horizon
                that the capture lacks
-   uncompared  copies of positions that could not be compared with
-               their first copy, read too long before (more than 16384
-               positions back, or past the 8 MiB that hashes may take):
-               taken for identical, though a conflict among them would
-               not be listed
 
 A copy a subscriber lost is either missing from the input, which then has
 a gap there, or missing from another output's copy only: no loss of this
@@ -83,9 +84,10 @@ sorted by node and life, in position order (start first, unended last; a
 transport loss at the first position it names, after a gap there).
 At most ` + strconv.Itoa(views.MaxListedFindings) + ` damaged ranges, gaps, drops, subscriber drops,
 conflicts and transport losses are listed; a "more" line counts the rest.
-When there are losses or notes, one line on stderr totals them: the
-losses, then after "noted:" the subscriber drops, transport losses and
-copies not compared.
+When there are losses, problems or notes, one line on stderr totals
+them: the losses (damage, gaps, drops, unended streams), then the
+problems (conflicts, trim-shown, clock steps, copies not compared), then
+after "noted:" the subscriber drops and transport losses.
 
 --json prints one JSON object per line, in the shapes ds log --json gives
 losses: {"damage":{"file","offset","end","torn_tail","error"}},

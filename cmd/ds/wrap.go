@@ -55,8 +55,10 @@ ds wrap exits with CMD's status: its exit code, 128+N when signal N killed
 it, 127 when CMD is not found, 126 when it cannot be executed. When ds itself
 fails (bad flags, the capture cannot be written) it exits 125.
 
-INT, TERM, HUP, QUIT, USR1, USR2 and WINCH reach CMD; a CMD that ignores TERM
-is killed after --grace; a second Ctrl-C kills it at once.
+INT, TERM, HUP, QUIT, USR1, USR2 and WINCH reach CMD; a CMD still running
+--grace after TERM, HUP or QUIT is killed. INT (Ctrl-C) is the interactive
+stop, which a CMD may handle and carry on after: it is not followed by KILL,
+but a second Ctrl-C kills the whole tree at once.
 
 By default the capture never slows CMD down: output waits in a queue of
 at most 256 MiB (counting what is being written; a stalled -o FIFO holds
@@ -105,7 +107,8 @@ of the first one, what remains of its tree (the orphans re-parented to ds,
 daemons that forked and called setsid included, and the members of a
 session or process group CMD leads, with their descendants) gets the
 signal too, and what is still running --grace after the first stop signal
-gets KILL. Lifecycle signal records name them: source "tree" for the
+gets KILL (after INT, only when CMD has exited: a CMD that handles Ctrl-C
+is not killed for it). Lifecycle signal records name them: source "tree" for the
 signal, "escalation" for the KILL, with "descendants" (the pids) and
 "count". Processes CMD had started through another program (systemd-run,
 a container runtime) are not its descendants and are not stopped; nothing

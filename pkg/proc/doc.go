@@ -150,8 +150,9 @@
 // # Signals
 //
 // Signals ds receives arrive on Options.Signals. INT, TERM, HUP, QUIT, USR1,
-// USR2 and WINCH are forwarded; others are ignored. TERM starts the Grace
-// timer: a child still running when it fires is sent KILL. A second INT
+// USR2 and WINCH are forwarded; others are ignored. TERM, HUP and QUIT
+// start the Grace timer: a child still running when it fires is sent KILL.
+// INT does not (a child may handle ^C and carry on); a second INT
 // (^C ^C) sends KILL at once. Cancelling Run's context sends TERM and starts
 // the Grace timer. Every signal ds sends, and every one it received but left
 // to the terminal, is recorded.

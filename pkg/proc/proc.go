@@ -106,8 +106,8 @@ type Options struct {
 
 	// PTY runs the child on a pseudo-terminal (ds wrap --pty).
 	PTY bool
-	// Grace is the time a child has to exit after TERM (forwarded or sent
-	// on cancellation) before it is sent KILL, and the time the whole job
+	// Grace is the time a child has to exit after TERM, HUP or QUIT
+	// (forwarded, or TERM sent on cancellation) before it is sent KILL, and the time the whole job
 	// has after the first stop signal (INT, TERM, HUP, QUIT, cancellation)
 	// before what remains of its tree is sent KILL (see the package doc,
 	// Stopping the job). 0 means DefaultGrace.
@@ -682,7 +682,11 @@ loop:
 				stopBy(ss, s.forward(ss))
 				startGrace()
 			case syscall.SIGHUP, syscall.SIGQUIT:
+				// Stops as TERM does: the terminal hung up, or a quit was
+				// asked; only INT, the interactive stop that a CMD may
+				// handle and carry on after, waits for a second one.
 				stopBy(ss, s.forward(ss))
+				startGrace()
 			case syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH:
 				s.forward(ss)
 			}

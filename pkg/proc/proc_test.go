@@ -557,6 +557,28 @@ func TestTermIgnoredEscalates(t *testing.T) {
 	}
 }
 
+// TestHupQuitIgnoredEscalate: HUP and QUIT stop the job as TERM does: a
+// CMD that ignores them is killed after Grace (issue 22 item 7).
+func TestHupQuitIgnoredEscalate(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			w := newMarkWriter("ready")
+			sigs := make(chan os.Signal, 1)
+			go func() { waitMarker(t, w); sigs <- sig }()
+			res, p := runSh(t, `trap '' HUP QUIT; echo ready; exec sleep 30`, Options{Stdout: w, Signals: sigs, Grace: 200 * time.Millisecond})
+			if res.ExitCode != 137 || res.Signal != syscall.SIGKILL {
+				t.Errorf("exit %d signal %v, want 137 KILL", res.ExitCode, res.Signal)
+			}
+			name := map[syscall.Signal]string{syscall.SIGHUP: "HUP/1", syscall.SIGQUIT: "QUIT/3"}[sig]
+			if got := sigRecords(t, p); !cmp.Equal(got, []string{name + "/forwarded", "KILL/9/escalation"}) {
+				t.Errorf("signal records = %q", got)
+			}
+		})
+	}
+}
+
 func TestSecondIntKills(t *testing.T) {
 	t.Parallel()
 	w := newMarkWriter("ready")

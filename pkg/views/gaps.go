@@ -112,11 +112,13 @@ const (
 	// it are off by the step. Not a loss of frames, but a problem, as
 	// FindingTrimShown is: ds gaps --check fails on it.
 	FindingClockStep
-	// FindingUncompared is a note, not a loss: Frames copies of the
-	// stream's positions could not be compared with their first copy,
-	// whose hash the assembler no longer kept (read too long before: see
-	// [segments.Assembler]), and were taken for identical; a different
-	// payload among them would be a conflict not listed. It comes last
+	// FindingUncompared is a problem, not a loss of frames: Frames copies
+	// of the stream's positions could not be compared with their first
+	// copy, whose hash the assembler no longer kept (read too long before:
+	// see [segments.Assembler]); a different payload among them would be
+	// a conflict not listed, so ds gaps --check fails on it, as it cannot
+	// rule one out (compare the inputs with ds merge, which reads them
+	// side by side, or check each alone). It comes last
 	// among its stream's findings but for FindingUnended and FindingMore.
 	FindingUncompared
 )
@@ -163,11 +165,10 @@ func (k FindingKind) String() string {
 // IsLoss reports whether a finding of kind k is a loss of the input: all
 // are but the notes FindingLive, FindingTrimmed, FindingSubscriberDrop,
 // FindingTransport (what an output of the stream lost is a loss of this
-// input only where it has a gap, a FindingGap) and FindingUncompared (no
-// conflict seen, none ruled out).
+// input only where it has a gap, a FindingGap).
 func (k FindingKind) IsLoss() bool {
 	switch k {
-	case FindingLive, FindingTrimmed, FindingSubscriberDrop, FindingTransport, FindingUncompared:
+	case FindingLive, FindingTrimmed, FindingSubscriberDrop, FindingTransport:
 		return false
 	}
 	return true
@@ -253,7 +254,9 @@ type LossTotals struct {
 	ClockSteps   uint64 // steps of a wall clock (FindingClockStep)
 	Transport    uint64 // transport losses (FindingTransport; not a loss of the input)
 	Undelivered  uint64 // frames they say were not delivered
-	Uncompared   uint64 // copies not compared with their first (FindingUncompared; not a loss)
+	Uncompared   uint64 // copies not compared with their first (FindingUncompared: a problem)
+	// UncomparedStreams counts the streams with such copies.
+	UncomparedStreams uint64
 }
 
 // Losses returns how many losses of the inputs there are, what ds gaps
@@ -261,22 +264,25 @@ type LossTotals struct {
 // subscriber drops, transport losses); a clock step counts too. Frames an output of a stream lost
 // are counted here only where an input lacks them, as gaps.
 func (t LossTotals) Losses() uint64 {
-	return t.Damaged + t.Torn + t.Starts + t.Gaps + t.Drops + t.Conflicts + t.Unended + t.TrimShown + t.ClockSteps
+	return t.Damaged + t.Torn + t.Starts + t.Gaps + t.Drops + t.Conflicts + t.Unended + t.TrimShown + t.ClockSteps + t.UncomparedStreams
 }
 
 // Problems returns how many of [LossTotals.Losses] lose no frame of the
 // inputs but make what they show untrue unless said: conflicts (a
 // different payload for a position, refused), frames below a capture's
-// Trimmed record, and steps of a wall clock. String calls them
+// Trimmed record, steps of a wall clock, and streams with copies that
+// could not be compared (a conflict among them unseen). String calls them
 // "problems", apart from the losses.
-func (t LossTotals) Problems() uint64 { return t.Conflicts + t.TrimShown + t.ClockSteps }
+func (t LossTotals) Problems() uint64 {
+	return t.Conflicts + t.TrimShown + t.ClockSteps + t.UncomparedStreams
+}
 
 // Noted returns how many notes [LossTotals.String] gives after the
 // losses: subscriber drops and transport losses, which tell what other
 // outputs of a stream lack, and copies not compared, among which a
 // conflict would not have been seen. Live inputs and trimmed streams are
 // said by their findings only.
-func (t LossTotals) Noted() uint64 { return t.SubDrops + t.Transport + t.Uncompared }
+func (t LossTotals) Noted() uint64 { return t.SubDrops + t.Transport }
 
 // IsDamaged reports whether an input was damaged (a damaged range or a
 // torn tail).
@@ -316,7 +322,7 @@ func (t LossTotals) String() string {
 	problem(t.ClockSteps > 0, "%s", textfmt.Nouns(t.ClockSteps, "clock step"))
 	note(t.SubDrops > 0, "%s (%s lost by subscribers)", textfmt.Nouns(t.SubDrops, "subscriber drop"), textfmt.Nouns(t.SubDropped, "frame copy"))
 	note(t.Transport > 0, "%s (%s not delivered by an output)", textfmt.Nouns(t.Transport, "transport loss"), textfmt.Nouns(t.Undelivered, "frame"))
-	note(t.Uncompared > 0, "%s not compared with the first", textfmt.Nouns(t.Uncompared, "copy"))
+	problem(t.Uncompared > 0, "%s not compared with the first (a conflict among them would not be seen)", textfmt.Nouns(t.Uncompared, "copy"))
 	s := "no loss"
 	if n := t.Losses() - t.Problems(); n > 0 {
 		s = textfmt.Nouns(n, "loss") + ": " + strings.Join(parts, ", ")
@@ -851,6 +857,9 @@ func (g *Gaps) Totals() LossTotals {
 			t.TrimShown++
 		}
 		t.Uncompared += as.Uncompared
+		if as.Uncompared > 0 {
+			t.UncomparedStreams++
+		}
 		if !st.ended && !st.live {
 			t.Unended++
 		}
