@@ -314,20 +314,28 @@ func appendColour(b []byte, rgb int32) []byte {
 // exception or traceback. ds report marks such lines and jumps to the
 // first.
 func isErrorLine(s []byte) bool {
+	prevLetter := false
 	for i := 0; i < len(s); i++ {
-		c := s[i] | 0x20
-		if c != 'e' && c != 'f' && c != 'p' && c != 't' {
+		c := s[i]
+		if c == 0x1b && i+1 < len(s) && s[i+1] == '[' {
+			// A CSI sequence (colour) is no part of a word.
+			j := i + 2
+			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
+				j++
+			}
+			i, prevLetter = j, false
 			continue
 		}
-		if i > 0 && isLetter(s[i-1]) {
-			continue
-		}
-		rest := s[i:]
-		for _, w := range errorWords {
-			if len(rest) >= len(w) && lowerEq(rest[:len(w)], w) {
-				return true
+		lc := c | 0x20
+		if !prevLetter && (lc == 'e' || lc == 'f' || lc == 'p' || lc == 't') {
+			rest := s[i:]
+			for _, w := range errorWords {
+				if len(rest) >= len(w) && lowerEq(rest[:len(w)], w) {
+					return true
+				}
 			}
 		}
+		prevLetter = isLetter(c)
 	}
 	return false
 }
