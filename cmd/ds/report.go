@@ -66,7 +66,9 @@ stdout. A note on stderr says when lines were left off.
 ` + inputsHelp + `
 
 Exit status 3 when an input is damaged (the page is written, with the
-damage shown), 1 when an input cannot be read or FILE cannot be written.`,
+damage shown); 2 when an input is no capture and 1 when one cannot be
+read (the page shows the others; with none, no page is written); 1 when
+FILE cannot be written.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the page to `FILE` (- for stdout); required"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace an existing FILE"},
@@ -116,6 +118,9 @@ func reportAction(ctx context.Context, c *cli.Command) error {
 	var status *sources.StatusError
 	if err != nil && !errors.As(err, &status) {
 		return fmt.Errorf("%s: %w", out, err) // not written: the file is removed
+	}
+	if status != nil && status.Status > sources.Damaged && res.Streams == 0 {
+		return err // nothing could be read: no page (the file is removed)
 	}
 	if file != nil {
 		if cerr := file.Commit(); cerr != nil {
