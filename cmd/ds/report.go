@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"runtime/debug"
 
 	"github.com/urfave/cli/v3"
 
@@ -79,7 +81,6 @@ FILE cannot be written.`,
 }
 
 func reportAction(ctx context.Context, c *cli.Command) error {
-	limitReadMemory()
 	out := c.String("output")
 	if out == "" {
 		return usagef("report: no output given: -o FILE.html (or - for stdout)")
@@ -94,6 +95,12 @@ func reportAction(ctx context.Context, c *cli.Command) error {
 	}
 	if size < report.MinMaxBytes {
 		return usagef("report: --max-size %s: want at least %s (the page's own markup)", c.String("max-size"), textfmt.Bytes(report.MinMaxBytes))
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// The views' limit, plus the page, held whole until it is
+		// written (head, middle, two tail buffers: 3× its size), with
+		// room: a tighter limit makes the collector run all the time.
+		debug.SetMemoryLimit(readMemoryLimit + 8*size)
 	}
 	sel, err := readSelection(c)
 	if err != nil {

@@ -46,6 +46,7 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // write writes the page: head, summary, charts, log, script. It returns
 // the bytes written.
 func (b *builder) write(w io.Writer, files []views.FileSummary, streams []views.StreamSummary) (int64, error) {
+	tail := b.finishTail()
 	b.closeRun()
 	cw := &countWriter{w: w}
 	bw := bufio.NewWriterSize(cw, 256<<10)
@@ -83,8 +84,8 @@ func (b *builder) write(w io.Writer, files []views.FileSummary, streams []views.
 	bw.Write(h)
 	bw.Write(b.head)
 	bw.Write(b.mid)
-	for _, r := range b.ring {
-		bw.Write(r.html)
+	for _, r := range tail {
+		bw.Write(r)
 	}
 	t := make([]byte, 0, 16<<10)
 	t = append(t, "</div></section>\n</main>\n<div id=\"tip\" hidden></div>\n<script id=\"ds-meta\" type=\"application/json\">"...)

@@ -169,6 +169,7 @@ type streamState struct {
 	lastID  frames.Position
 	hasID   bool
 	chans   map[frames.ChannelID]*chanState
+	small   [64]*chanState // chans of the ids below 64 (registration hands out 1, 2, 3…)
 	clockID frames.ChannelID
 	clockNS int64 // its latest clock reading, as the charts see it
 	procs   []*procState
@@ -220,6 +221,13 @@ func (l *lifecycle) failedExit() bool {
 	return l.Status.Kind != "code" || l.Status.Value != 0
 }
 
+// tailBuf is one of the two buffers of the page's tail: rows rendered
+// into buf.
+type tailBuf struct {
+	buf  []byte
+	rows []row // their html in buf
+}
+
 // row is one line of the log, rendered, kept for the page's tail.
 type row struct {
 	html      []byte
@@ -232,6 +240,7 @@ type row struct {
 type builder struct {
 	opts    Options
 	streams map[frames.StreamID]*streamState
+	last    *streamState // the stream looked up last
 	order   []*streamState
 	nchan   int
 	chans   []*chanState // by class
@@ -247,10 +256,9 @@ type builder struct {
 	head, mid       []byte
 	headCap, midCap int
 	headFull        bool
-	ring            []row
-	ringBytes       int
+	tail            [2]tailBuf
+	cur             int // the tail buffer rows go into
 	tailCap         int
-	arena           []byte
 	run             *elision
 	elisions        []Elided
 	lines, elided   uint64
@@ -299,7 +307,11 @@ func newBuilder(opts Options) *builder {
 
 // stream returns the state of stream s, declaring it if it is new.
 func (b *builder) stream(s frames.StreamID) *streamState {
+	if b.last != nil && b.last.id == s {
+		return b.last
+	}
 	if st := b.streams[s]; st != nil {
+		b.last = st
 		return st
 	}
 	st := &streamState{id: s, index: len(b.order), chans: make(map[frames.ChannelID]*chanState)}
@@ -334,16 +346,24 @@ func (b *builder) channel(d frames.ChannelDescriptor) {
 	}
 	b.chans = append(b.chans, c)
 	st.chans[d.ID] = c
+	if d.ID < frames.ChannelID(len(st.small)) {
+		st.small[d.ID] = c
+	}
+}
+
+// channel returns channel id of st, nil if undeclared.
+func (st *streamState) channel(id frames.ChannelID) *chanState {
+	if id < frames.ChannelID(len(st.small)) {
+		return st.small[id]
+	}
+	return st.chans[id]
 }
 
 // frame sees every frame as it is read, for the charts: host samples are
 // charted whatever the log shows (the selection, the budget), and timed
 // by their own sample_unix_ms, or by the clock reading before them.
 func (b *builder) frame(s frames.StreamID, f frames.Frame) {
-	st := b.streams[s]
-	if st == nil {
-		return
-	}
+	st := b.stream(s)
 	if f.Channel == st.clockID && st.clockID != 0 {
 		var c struct {
 			UnixNS int64 `json:"unix_ns"`
@@ -358,7 +378,7 @@ func (b *builder) frame(s frames.StreamID, f frames.Frame) {
 		}
 		return
 	}
-	c := st.chans[f.Channel]
+	c := st.channel(f.Channel)
 	if c == nil || c.host == "" {
 		return
 	}
@@ -380,7 +400,7 @@ func (b *builder) entry(e *views.Entry) {
 	var c *chanState
 	if e.Kind != views.EntryDamage {
 		st = b.stream(e.Stream)
-		c = st.chans[e.ChannelID]
+		c = st.channel(e.ChannelID)
 	}
 	if c != nil && c.host != "" && e.Kind == views.EntryRecord {
 		return // charted (see frame), not listed
@@ -490,6 +510,11 @@ func (b *builder) entry(e *views.Entry) {
 	if important {
 		b.noteImportant(e, st, c, id, text)
 	}
+	if b.tail[b.cur].buf == nil && b.headFull {
+		for i := range b.tail {
+			b.tail[i].buf = make([]byte, 0, b.tailCap+len(l))
+		}
+	}
 	b.add(row{html: l, important: important, st: st, pos: e.Position, last: e.LastPosition})
 }
 
@@ -583,8 +608,13 @@ func (b *builder) lifecycle(st *streamState, p *procState, e *views.Entry) (stri
 	return " lc", compactString(e.Payload)
 }
 
-// add places one rendered row: in the head while it has room, then
-// through the tail ring.
+// add places one rendered row: in the head while it has room, then in
+// the tail. The tail is two buffers, each of up to tailCap bytes: rows go
+// into the current one; when it is full, the previous one's rows are
+// evicted (kept in the middle or elided), and it becomes the current one,
+// emptied. At the end (finishTail), the previous buffer's oldest rows are
+// evicted until both hold at most tailCap bytes: the last tailCap bytes
+// of rows are kept, and no row is copied or allocated twice.
 func (b *builder) add(r row) {
 	b.lines++
 	if !b.headFull {
@@ -594,21 +624,40 @@ func (b *builder) add(r row) {
 		}
 		b.headFull = true
 	}
-	if len(b.arena)+len(r.html) > cap(b.arena) {
-		b.arena = make([]byte, 0, max(1<<20, len(r.html)))
+	cur := &b.tail[b.cur]
+	if len(cur.buf) > 0 && len(cur.buf)+len(r.html) > b.tailCap {
+		prev := &b.tail[1-b.cur]
+		for _, pr := range prev.rows {
+			b.evict(pr)
+		}
+		prev.buf, prev.rows = prev.buf[:0], prev.rows[:0]
+		b.cur = 1 - b.cur
+		cur = prev
 	}
-	n := len(b.arena)
-	b.arena = append(b.arena, r.html...)
-	r.html = b.arena[n:len(b.arena):len(b.arena)]
-	b.ring = append(b.ring, r)
-	b.ringBytes += len(r.html)
-	for b.ringBytes > b.tailCap && len(b.ring) > 0 {
-		old := b.ring[0]
-		b.ring[0] = row{}
-		b.ring = b.ring[1:]
-		b.ringBytes -= len(old.html)
-		b.evict(old)
+	n := len(cur.buf)
+	cur.buf = append(cur.buf, r.html...)
+	r.html = cur.buf[n:]
+	cur.rows = append(cur.rows, r)
+}
+
+// finishTail evicts the previous tail buffer's oldest rows until the
+// tail holds at most tailCap bytes, and returns the rows kept, in order.
+func (b *builder) finishTail() [][]byte {
+	prev, cur := &b.tail[1-b.cur], &b.tail[b.cur]
+	size := len(prev.buf) + len(cur.buf)
+	i := 0
+	for ; i < len(prev.rows) && size > b.tailCap; i++ {
+		size -= len(prev.rows[i].html)
+		b.evict(prev.rows[i])
 	}
+	var out [][]byte
+	for _, r := range prev.rows[i:] {
+		out = append(out, r.html)
+	}
+	for _, r := range cur.rows {
+		out = append(out, r.html)
+	}
+	return out
 }
 
 // evict takes a row that left the tail ring: kept in the middle when it

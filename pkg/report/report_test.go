@@ -189,3 +189,41 @@ func TestBudget(t *testing.T) {
 		t.Errorf("elisions count %d lines, result %d", elided, res.Elided)
 	}
 }
+
+// TestHTMLSafe8 checks the eight-at-a-time test against the table, for
+// every byte value in every lane.
+func TestHTMLSafe8(t *testing.T) {
+	for c := range 256 {
+		for lane := range 8 {
+			b := []byte("abcdefgh")
+			b[lane] = byte(c)
+			x := uint64(0)
+			for i := 7; i >= 0; i-- {
+				x = x<<8 | uint64(b[i])
+			}
+			if got := htmlSafe8(x); got != htmlSafe[c] {
+				t.Fatalf("htmlSafe8 with %#x in lane %d = %v, want %v", c, lane, got, htmlSafe[c])
+			}
+		}
+	}
+}
+
+// TestIsErrorLineEightAtATime checks the eight-at-a-time path against a
+// byte-at-a-time reading: every error word at every offset, after every
+// byte, in lines of every length around the chunk size.
+func TestIsErrorLineEightAtATime(t *testing.T) {
+	for _, w := range []string{"error", "FAIL", "Fatal", "panic", "exception", "TRACEBACK"} {
+		for pad := range 20 {
+			for _, before := range []byte{' ', 'x', '.', '1', 0xc3, 'T', 'e'} {
+				line := []byte(strings.Repeat("ab ", pad/3) + strings.Repeat("q", pad%3))
+				line = append(line, before)
+				line = append(line, w...)
+				line = append(line, " tail"...)
+				want := wordClass[before] == 0
+				if got := isErrorLine(line); got != want {
+					t.Errorf("isErrorLine(%q) = %v, want %v", line, got, want)
+				}
+			}
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bytes"
+	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
 )
@@ -48,6 +50,9 @@ func appendHTML(b, s []byte, colour bool) []byte {
 		c := s[i]
 		if htmlSafe[c] {
 			i++
+			for i+8 <= len(s) && htmlSafe8(binary.LittleEndian.Uint64(s[i:])) {
+				i += 8
+			}
 			continue
 		}
 		b = append(b, s[start:i]...)
@@ -122,6 +127,22 @@ func appendHTML(b, s []byte, colour bool) []byte {
 	return b
 }
 
+const (
+	lanes01 = 0x0101010101010101
+	lanes80 = 0x8080808080808080
+)
+
+// htmlSafe8 reports whether the eight bytes of x are all htmlSafe: from
+// 0x20 to 0x7e, and none of & < > " '. (v-lanes01)&^v has the top bit of
+// a lane set where v is zero; a lane of x+1 that reaches 0x80 was 0x7f or
+// more.
+func htmlSafe8(x uint64) bool {
+	bad := (x - 0x20*lanes01) &^ x // a lane below 0x20
+	bad |= x | (x + lanes01)       // a lane at 0x7f or above (no carry crosses lanes below 0x7f)
+	bad |= zero8(x^'&'*lanes01) | zero8(x^'<'*lanes01) | zero8(x^'>'*lanes01) | zero8(x^'"'*lanes01) | zero8(x^'\''*lanes01)
+	return bad&lanes80 == 0
+}
+
 // appendEscape appends byte c shown escaped, \xNN, styled as such.
 func appendEscape(b []byte, c byte) []byte {
 	const hex = "0123456789abcdef"
@@ -132,6 +153,9 @@ func appendEscape(b []byte, c byte) []byte {
 // last segment that is not empty (ds log's rule); a line without CR is
 // returned as it is.
 func lastSegment(line []byte) []byte {
+	if bytes.IndexByte(line, '\r') < 0 {
+		return line
+	}
 	for {
 		i := lastIndexCR(line)
 		if i < 0 {
@@ -315,36 +339,105 @@ func appendColour(b []byte, rgb int32) []byte {
 // first.
 func isErrorLine(s []byte) bool {
 	prevLetter := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == 0x1b && i+1 < len(s) && s[i+1] == '[' {
-			// A CSI sequence (colour) is no part of a word.
-			j := i + 2
-			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
-				j++
+	scalar := 0 // below it, a byte at a time
+	for i := 0; i < len(s); {
+		if i >= scalar && i+8 <= len(s) {
+			// Eight bytes at a time past those where no word that could
+			// be one starts, and no escape sequence.
+			x := binary.LittleEndian.Uint64(s[i:])
+			l := letters8(x)
+			carry := uint64(0)
+			if prevLetter {
+				carry = 0x80
 			}
-			i, prevLetter = j, false
+			if l&^(l<<8|carry)&startLetters8(x) == 0 && zero8(x^0x1b*lanes01) == 0 {
+				prevLetter = l>>63 != 0
+				i += 8
+				continue
+			}
+			scalar = i + 8
+		}
+		c := s[i]
+		switch wordClass[c] {
+		case 2:
+			if !prevLetter && errorWordAt(s[i:]) {
+				return true
+			}
+		case 3:
+			// ESC: a CSI sequence (colour) is no part of a word.
+			i++
+			if i < len(s) && s[i] == '[' {
+				for i++; i < len(s) && (s[i] < 0x40 || s[i] > 0x7e); i++ {
+				}
+				i++
+			}
+			prevLetter = false
 			continue
 		}
-		lc := c | 0x20
-		if !prevLetter && (lc == 'e' || lc == 'f' || lc == 'p' || lc == 't') {
-			rest := s[i:]
-			for _, w := range errorWords {
-				if len(rest) >= len(w) && lowerEq(rest[:len(w)], w) {
-					return true
-				}
-			}
-		}
-		prevLetter = isLetter(c)
+		prevLetter = wordClass[c] == 1 || wordClass[c] == 2
+		i++
 	}
 	return false
 }
 
-var errorWords = []string{"error", "fatal", "fail", "panic", "exception", "traceback"}
+// zero8 has the top bit set in (at least) every lane of v that is zero,
+// and is zero when none is.
+func zero8(v uint64) uint64 { return (v - lanes01) &^ v & lanes80 }
 
-func isLetter(c byte) bool { c |= 0x20; return c >= 'a' && c <= 'z' }
+// letters8 has the top bit set in exactly the lanes of x that are ASCII
+// letters.
+func letters8(x uint64) uint64 {
+	y := (x | 0x20*lanes01) &^ lanes80 // lower case; no lane over 0x7f, so no carry between lanes below
+	ge := y + (0x80-'a')*lanes01        // top bit: y >= 'a'
+	gt := y + (0x80-'z'-1)*lanes01      // top bit: y > 'z'
+	return ge &^ gt &^ x & lanes80
+}
 
+// startLetters8 has the top bit set in every lane of x that is e, f, p
+// or t in any case (and maybe in others: a superset is enough).
+func startLetters8(x uint64) uint64 {
+	y := x | 0x20*lanes01
+	return zero8(y^'e'*lanes01) | zero8(y^'f'*lanes01) | zero8(y^'p'*lanes01) | zero8(y^'t'*lanes01)
+}
+
+// errorWordAt reports whether s starts with one of the error words, in
+// any case.
+func errorWordAt(s []byte) bool {
+	if len(s) < 4 {
+		return false
+	}
+	switch s[0] | 0x20 {
+	case 'e':
+		return lowerEq(s, "error") || lowerEq(s, "exception")
+	case 'f':
+		return lowerEq(s, "fail") || lowerEq(s, "fatal")
+	case 'p':
+		return lowerEq(s, "panic")
+	case 't':
+		return lowerEq(s, "traceback")
+	}
+	return false
+}
+
+// wordClass classifies bytes for isErrorLine: 0 not a letter, 1 a letter
+// no error word starts with, 2 one that one does, 3 ESC.
+var wordClass = func() (t [256]uint8) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-32] = 1, 1
+	}
+	for _, c := range "efpt" {
+		t[c], t[c-32] = 2, 2
+	}
+	t[0x1b] = 3
+	return t
+}()
+
+// lowerEq reports whether b starts with w (lower case ASCII letters), in
+// any case.
 func lowerEq(b []byte, w string) bool {
+	if len(b) < len(w) {
+		return false
+	}
 	for i := range len(w) {
 		if b[i]|0x20 != w[i] {
 			return false
