@@ -388,8 +388,8 @@ func zero8(v uint64) uint64 { return (v - lanes01) &^ v & lanes80 }
 // letters.
 func letters8(x uint64) uint64 {
 	y := (x | 0x20*lanes01) &^ lanes80 // lower case; no lane over 0x7f, so no carry between lanes below
-	ge := y + (0x80-'a')*lanes01        // top bit: y >= 'a'
-	gt := y + (0x80-'z'-1)*lanes01      // top bit: y > 'z'
+	ge := y + (0x80-'a')*lanes01       // top bit: y >= 'a'
+	gt := y + (0x80-'z'-1)*lanes01     // top bit: y > 'z'
 	return ge &^ gt &^ x & lanes80
 }
 
