@@ -40,13 +40,16 @@
   }
   function search() {
     var s = q.value;
+    // Only the rows whose state changes are touched: a page of 100 000
+    // rows restyles what it must, not every row.
+    matches.forEach(function (r) { r.classList.remove("m"); });
     matches = []; at = -1;
     var re = s ? compile(s) : null;
-    for (var i = 0; i < all.length; i++) {
-      var r = all[i];
-      var hit = re !== null && re.test(r.lastChild.textContent);
-      r.classList.toggle("m", hit);
-      if (hit) matches.push(r);
+    if (re !== null) {
+      for (var i = 0; i < all.length; i++) {
+        if (re.test(all[i].lastChild.textContent)) matches.push(all[i]);
+      }
+      matches.forEach(function (r) { r.classList.add("m"); });
     }
     rows.classList.toggle("only", only.checked && re !== null);
     count.textContent = re === null ? "" : matches.length === 1 ? "1 match" : matches.length + " matches";
