@@ -83,6 +83,10 @@ func (p *Printer) gap(st *streamInfo, g segments.Gap) {
 	}
 	p.cutNote(st, g.From)
 	p.msg = appendGapMsg(p.msg[:0], g)
+	if p.entries != nil {
+		p.entryNote(st, Entry{Kind: EntryGap, Position: g.From, LastPosition: g.To, Range: g})
+		return
+	}
 	if p.format == FormatJSON {
 		p.jsonNote(appendRangeJSON(p.jsonNoteHead(st, "gap"), g.From, g.To, g.Count), p.msg)
 		return
@@ -97,6 +101,10 @@ func (p *Printer) drop(st *streamInfo, d Drop) {
 	}
 	p.cutNote(st, d.Before)
 	p.msg = appendDropMsg(p.msg[:0], d)
+	if p.entries != nil {
+		p.entryNote(st, Entry{Kind: EntryDrop, Position: d.Before, LastPosition: d.Before, Drop: d})
+		return
+	}
 	if p.format == FormatJSON {
 		p.jsonNote(appendDropJSON(p.jsonNoteHead(st, "dropped"), d), p.msg)
 		return
@@ -112,6 +120,10 @@ func (p *Printer) transport(st *streamInfo, at frames.Position, t *TransportLoss
 	}
 	p.cutNote(st, at)
 	p.msg = appendTransportMsg(p.msg[:0], t)
+	if p.entries != nil {
+		p.entryNote(st, Entry{Kind: EntryTransport, Position: at, LastPosition: at, Transport: t})
+		return
+	}
 	if p.format == FormatJSON {
 		p.jsonNote(appendTransportJSON(p.jsonNoteHead(st, "transport_loss"), t), p.msg)
 		return
@@ -160,6 +172,10 @@ func (p *Printer) start(st *streamInfo, pos frames.Position) {
 		return
 	}
 	p.msg = appendStartMsg(p.msg[:0], pos)
+	if p.entries != nil {
+		p.entryNote(st, Entry{Kind: EntryStart, Position: pos, LastPosition: pos})
+		return
+	}
 	if p.format == FormatJSON {
 		b := append(p.jsonNoteHead(st, "start"), `{"position":`...)
 		p.jsonNote(append(strconv.AppendUint(b, uint64(pos), 10), '}'), p.msg)
@@ -230,6 +246,10 @@ func (p *Printer) trimmed(st *streamInfo, from, to frames.Position, store bool) 
 	} else {
 		p.msg = appendTrimmedMsg(p.msg[:0], from, to)
 	}
+	if p.entries != nil {
+		p.entryNote(st, Entry{Kind: EntryTrimmed, Position: from, LastPosition: to, Range: segments.Gap{From: from, To: to, Count: uint64(to-from) + 1}})
+		return
+	}
 	if p.format == FormatJSON {
 		p.jsonNote(appendRangeJSON(p.jsonNoteHead(st, "trimmed"), from, to, uint64(to-from)+1), p.msg)
 		return
@@ -248,6 +268,10 @@ func (p *Printer) Damage(file string, offset, end int64, torn bool, err error) {
 		msg = err.Error()
 	}
 	p.msg = appendDamageMsg(p.msg[:0], file, offset, end, torn, msg)
+	if p.entries != nil {
+		p.entryNote(nil, Entry{Kind: EntryDamage, File: file, Offset: offset, End: end, Torn: torn, Err: msg})
+		return
+	}
 	if p.format == FormatJSON {
 		b := append(p.line[:0], `{"damage":{"file":`...)
 		b = appendJSONString(b, file)

@@ -69,6 +69,12 @@ type LogOptions struct {
 	// channel (--json=frames); by default it prints one per text line,
 	// joined across frames as the text format joins them.
 	JSONFrames bool
+	// Entries, if not nil, makes the printer write nothing: each object
+	// FormatJSON (one per text line) would print is handed to Entries as
+	// an [Entry] instead, in the same order ([Entry] has the rules);
+	// Format, JSONFrames, Color and Time are then ignored. ds report
+	// renders its HTML from them.
+	Entries func(*Entry)
 }
 
 // Printer renders assembled items for ds log. Feed it descriptors as they
@@ -96,16 +102,20 @@ type Printer struct {
 	lines   joiner
 	cursors cursorTracker
 	losses  Losses
-	text    textLayout // FormatText
-	json    jsonLayout // FormatJSON
-	line    []byte     // the line being rendered
-	msg     []byte     // scratch for a note's message
+	text    textLayout   // FormatText
+	json    jsonLayout   // FormatJSON
+	entries func(*Entry) // LogOptions.Entries (FormatJSON then)
+	line    []byte       // the line being rendered
+	msg     []byte       // scratch for a note's message
 }
 
 // NewPrinter returns a printer writing to w.
 func NewPrinter(w io.Writer, opts LogOptions) *Printer {
 	sel := opts.Select
 	sel.Channels = append(slices.Clip(sel.Channels), opts.Channels...)
+	if opts.Entries != nil {
+		opts.Format, opts.JSONFrames, opts.Color, opts.Time = FormatJSON, false, false, TimeNone
+	}
 	p := &Printer{
 		format:  opts.Format,
 		w:       bufio.NewWriterSize(w, 256<<10),
@@ -115,6 +125,7 @@ func NewPrinter(w io.Writer, opts LogOptions) *Printer {
 		cursors: newCursorTracker(sel.After),
 		text:    newTextLayout(opts),
 		json:    jsonLayout{frames: opts.JSONFrames},
+		entries: opts.Entries,
 	}
 	if opts.Format == FormatText {
 		p.clock.column = opts.Time

@@ -159,6 +159,10 @@ func (p *Printer) jsonFrame(st *streamInfo, ci *chanInfo, kind segments.ItemKind
 	if p.sel.Grep != nil && !p.sel.Grep.Match(f.Payload) {
 		return
 	}
+	if p.entries != nil {
+		p.entryFrame(st, ci, kind, f)
+		return
+	}
 	p.line = p.json.appendFrame(p.line[:0], st, ci, kind, f)
 	p.write(p.line)
 }
@@ -167,6 +171,10 @@ func (p *Printer) jsonFrame(st *streamInfo, ci *chanInfo, kind segments.ItemKind
 // -g hides it.
 func (p *Printer) jsonText(st *streamInfo, ci *chanInfo, sp lineSpan, line []byte) {
 	if p.sel.Grep != nil && !p.sel.Grep.Match(line) {
+		return
+	}
+	if p.entries != nil {
+		p.entryLine(st, ci, sp, line)
 		return
 	}
 	p.line = p.json.appendLine(p.line[:0], st, ci, sp, p.clock.lineNS, line)
