@@ -90,7 +90,7 @@ func (p *Printer) entryFrame(st *streamInfo, ci *chanInfo, kind segments.ItemKin
 	e := Entry{Kind: EntryBytes, Stream: st.desc.Stream, ChannelID: f.Channel, Position: f.Position, LastPosition: f.Position,
 		TimeNS: st.clock.ns, Payload: f.Payload, Late: kind == segments.ItemLate, Conflict: kind == segments.ItemConflict}
 	if ci != nil {
-		e.Channel, e.Content = ci.desc.Name, ci.kind
+		e.Channel, e.Content = ci.name, ci.kind
 		if ci.kind == frames.KindJSONRecord && json.Valid(f.Payload) {
 			e.Kind = EntryRecord
 		}
@@ -100,7 +100,7 @@ func (p *Printer) entryFrame(st *streamInfo, ci *chanInfo, kind segments.ItemKin
 
 // entryLine hands a text line to p.entries (see jsonText).
 func (p *Printer) entryLine(st *streamInfo, ci *chanInfo, sp lineSpan, line []byte) {
-	p.entries(&Entry{Kind: EntryLine, Stream: st.desc.Stream, Channel: ci.desc.Name, ChannelID: ci.desc.ID, Content: ci.kind,
+	p.entries(&Entry{Kind: EntryLine, Stream: st.desc.Stream, Channel: ci.name, ChannelID: ci.id, Content: ci.kind,
 		Position: sp.pos, LastPosition: max(sp.last, sp.pos), TimeNS: p.clock.lineNS, Payload: line, Partial: !sp.nl})
 }
 
