@@ -141,6 +141,14 @@ var examples = map[string][]example{
 		{"ds ingest --idle 5s --durable nightly store/ nats://nats.lab:4222/ds",
 			"Store what consumer nightly has not stored yet, then stop after 5 s without a message:"},
 	},
+	"report": {
+		{"ds report -o run.html run.dss",
+			"Write one self-contained HTML page of a capture (summary, host charts, the log, search), to open in a browser over file://:"},
+		{"ds wrap --host 1s -o ci.dss -- make test; ds report -o ci.html ci.dss",
+			"Record a CI job with host samples, and keep the page as the job's artifact:"},
+		{"ds report --max-size 2M -o small.html big.dss",
+			"Keep the page small: the log's start, end and error lines stay, and the ranges left out are named with the ds log command that prints them:"},
+	},
 	"trim": {
 		{"ds trim store/ --before 10000 --stream ci-7#1732953600123456789",
 			"Delete one stream's frames below position 10000 (positions are kept; views say \"trimmed\"):"},
