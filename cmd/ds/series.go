@@ -141,7 +141,7 @@ func seriesAction(ctx context.Context, c *cli.Command) error {
 	views.WarnCopies(root.ErrWriter, s.Copies(), "used")
 	st := s.Stats()
 	for _, sk := range st.Skipped {
-		fmt.Fprintf(root.ErrWriter, "ds: series: %s of %s not JSON, skipped\n", textfmt.Nouns(sk.Frames, "frame"), sk.Channel)
+		fmt.Fprintf(root.ErrWriter, "ds: series: %s of %s not JSON, skipped\n", textfmt.Nouns(sk.Frames, "frame"), textfmt.Escape(sk.Channel))
 	}
 	if len(st.Unmatched) > 0 && onlyDamaged(err) {
 		// Nothing to print was asked for by name: a failure, which goes

@@ -85,12 +85,27 @@ func storeCheckReal(path string, dir bool) error {
 // storeOpen opens a file inside a store for reading, refusing a symbolic
 // link (O_NOFOLLOW: the check and the open are one step). A link is an
 // error wrapping [ErrStoreLink]; a missing file wraps fs.ErrNotExist.
+//
+// A file that is not a regular one (a FIFO, a device, a directory) is an
+// error wrapping [ErrStoreFormat]: it is opened without blocking
+// (O_NONBLOCK: open(2) of a FIFO would wait for a writer, forever) and
+// refused before anything is read from it.
 func storeOpen(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, fmt.Errorf("%w: %s (ds never follows a link inside a store; remove it or copy what it points to)", ErrStoreLink, path)
 	}
-	return f, err
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrStoreFormat, path)
+	}
+	return f, nil
 }
 
 // A Store is a directory of streams that [Store.Ingest] grows from
@@ -489,7 +504,12 @@ func storeListChunks(dir string) ([]storeChunk, error) {
 		if e.Type()&fs.ModeSymlink != 0 {
 			return nil, fmt.Errorf("%w: %s (ds never follows a link inside a store; remove it or copy what it points to)", ErrStoreLink, filepath.Join(chunks, e.Name()))
 		}
-		if c, ok := parseStoreChunkName(e.Name()); ok && e.Type().IsRegular() {
+		if c, ok := parseStoreChunkName(e.Name()); ok {
+			if !e.Type().IsRegular() {
+				// A FIFO, device or directory named as a chunk: refused, not
+				// skipped (its frames would vanish without a word).
+				return nil, fmt.Errorf("%w: %s is not a regular file", ErrStoreFormat, filepath.Join(chunks, e.Name()))
+			}
 			out = append(out, c)
 		}
 	}
@@ -631,6 +651,10 @@ func storeReadCatalog(dir string) (*catalogfile.Catalog, error) {
 		return nil, fmt.Errorf("segments: store: %w", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > catalogfile.MaxFileSize {
+		// Refused before it is read: a padded file must not cost its size.
+		return nil, fmt.Errorf("%w (over %d bytes, in %s)", catalogfile.ErrTooLarge, catalogfile.MaxFileSize, path)
+	}
 	c, err := catalogfile.Read(f, path)
 	if err != nil {
 		return nil, fmt.Errorf("%w (in %s)", err, path)

@@ -3,11 +3,14 @@ package segments
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 )
@@ -209,5 +212,58 @@ func TestStoreLinkAfterOpen(t *testing.T) {
 	s.Ingest(t.Context(), "in", bytes.NewReader(stCapture(t, descS, stChans, stFrames(streamS, 0, 1), true)), IngestOptions{})
 	if got := listNames(t, outside); !slices.Equal(got, []string{"precious"}) {
 		t.Errorf("outside the store after an ingest: %v", got)
+	}
+}
+
+// TestStoreRefusesFIFOs: a FIFO where a store keeps a file (stream.json,
+// catalog.json, a chunk, a consumer's cursor) is refused as not a
+// regular file; opening it never waits for a writer (found by a new
+// user: ds log STORE hung forever).
+func TestStoreRefusesFIFOs(t *testing.T) {
+	for _, name := range []string{"stream.json", "catalog.json", "chunk"} {
+		t.Run(name, func(t *testing.T) {
+			s := stNewStore(t)
+			stIngest(t, s, "in", stCapture(t, descS, stChans, stFrames(streamS, stRange(0, 9)...), true), nil)
+			dir := filepath.Join(s.Dir(), "streams", StreamDirName(streamS))
+			p := filepath.Join(dir, name)
+			if name == "chunk" {
+				entries, err := os.ReadDir(filepath.Join(dir, "chunks"))
+				if err != nil || len(entries) == 0 {
+					t.Fatalf("no chunk: %v", err)
+				}
+				p = filepath.Join(dir, "chunks", entries[0].Name())
+			}
+			os.Remove(p)
+			if err := syscall.Mkfifo(p, 0o644); err != nil {
+				t.Skipf("mkfifo: %v", err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				s2, err := OpenStore(s.Dir())
+				if err == nil {
+					defer s2.Close()
+					_, err = s2.Streams()
+				}
+				if err == nil {
+					_, err = storeReadCatalog(filepath.Join(s2.Dir(), "streams", StreamDirName(streamS)))
+				}
+				if err == nil {
+					var rc io.ReadCloser
+					if rc, err = s2.OpenStream(streamS); err == nil {
+						_, err = io.Copy(io.Discard, rc)
+						rc.Close()
+					}
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrStoreFormat) || !strings.Contains(err.Error(), "not a regular file") {
+					t.Errorf("got %v, want a not-a-regular-file error", err)
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatal("reading a store with a FIFO in it hangs")
+			}
+		})
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 // Status is the worst outcome of a command's inputs (ds(1): exit 1, 2
@@ -59,7 +61,13 @@ type Outcome struct {
 // (or wraps) segments.ErrNotCapture or a *URLError as NotCapture,
 // any other as Failed.
 func (o *Outcome) Fail(stderr io.Writer, err error) {
-	fmt.Fprintf(stderr, "ds: %v\n", err)
+	// An error names what the input named (a directory's file names, a
+	// capture's channels): escaped, line by line, never raw to a terminal.
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = textfmt.Escape(l)
+	}
+	fmt.Fprintf(stderr, "ds: %s\n", strings.Join(lines, "\n"))
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var bad *URLError
