@@ -1022,7 +1022,31 @@ func (s *Store) OpenStream(id frames.StreamID) (io.ReadCloser, error) {
 		}
 		sr.paths = append(sr.paths, filepath.Join(dir, streamChunks, c.name))
 	}
+	sr.missing, sr.dir = missingChunks(dir, m, chunks, h), dir
 	return sr, nil
+}
+
+// missingChunks returns the chunks that stream.json's index (m) names
+// with frames at or above the horizon and that are not in the chunks
+// directory (listed): deleted by hand, or lost. A trim raises the horizon
+// before it deletes, so the horizon is read again after the listing: a
+// chunk a trim deleted meanwhile is below it.
+func missingChunks(dir string, m *storeMeta, listed []storeChunk, h frames.Position) []storeChunkMeta {
+	if h2, err := storeReadHorizon(dir); err == nil {
+		h = max(h, h2)
+	}
+	there := make(map[string]bool, len(listed))
+	for _, c := range listed {
+		there[c.name] = true
+	}
+	var out []storeChunkMeta
+	for _, cm := range m.Chunks {
+		c, ok := parseStoreChunkName(cm.Name)
+		if ok && !c.empty && cm.Frames > 0 && c.last >= h && !there[cm.Name] {
+			out = append(out, cm)
+		}
+	}
+	return out
 }
 
 // storeWriterID is the writer identity of the segments a store writes.
@@ -1033,6 +1057,10 @@ type storeStreamReader struct {
 	head  []byte
 	paths []string
 	cur   *os.File
+	// missing are chunks the index names that are gone: once the others
+	// are read, Read returns an error naming them (never a silent end).
+	missing []storeChunkMeta
+	dir     string
 }
 
 func (r *storeStreamReader) Read(p []byte) (int, error) {
@@ -1043,6 +1071,15 @@ func (r *storeStreamReader) Read(p []byte) (int, error) {
 			return n, nil
 		}
 		if r.cur == nil {
+			if len(r.paths) == 0 && len(r.missing) > 0 {
+				cm := r.missing[0]
+				err := fmt.Errorf("%w: chunk %s is missing from %s (stream.json counts %d frames in it)", ErrStoreFormat, cm.Name, filepath.Join(r.dir, streamChunks), cm.Frames)
+				if n := len(r.missing); n > 1 {
+					err = fmt.Errorf("%w, and %d more chunks", err, n-1)
+				}
+				r.missing = nil
+				return 0, err
+			}
 			if len(r.paths) == 0 {
 				return 0, io.EOF
 			}
