@@ -233,7 +233,8 @@ const MergeCompare = 1 << 14
 // on (frames below it that were written before the record was read, from
 // an input read earlier, stay in the output, before the record); a
 // capture file's Trimmed record hides nothing (ds-format(5) "Trimmed"):
-// its frames below are merged. A stream whose head
+// its frames below are merged, and the record is not written out. A
+// stream whose head
 // is missing from every input (its first segment read has a sequence
 // number above 0), or whose first frames the filters left out, starts
 // with a header of sequence number 1, so that readers of the output know
@@ -483,7 +484,13 @@ func (m *merger) handle(it *mergeItem) {
 		}
 	case itemTrimmed, itemStoreTrimmed:
 		if st := m.stream(it.stream); st != nil && !st.skip {
-			st.trimmed = max(st.trimmed, it.frame.Position)
+			if it.kind == itemStoreTrimmed {
+				// Only a store's horizon goes to the output: a capture
+				// file's Trimmed record hides nothing, and written out
+				// above the frames kept below it, it would make the
+				// output a capture ds check rejects.
+				st.trimmed = max(st.trimmed, it.frame.Position)
+			}
 			m.asm.Trimmed(it.stream, it.frame.Position, it.kind == itemStoreTrimmed)
 		}
 	}
