@@ -242,7 +242,6 @@ type builder struct {
 	streams map[frames.StreamID]*streamState
 	last    *streamState // the stream looked up last
 	order   []*streamState
-	nchan   int
 	chans   []*chanState // by class
 
 	// t0 is the time of the first entry with one (ns since the Unix
