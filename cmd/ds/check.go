@@ -139,6 +139,9 @@ func runCheck(ctx context.Context, opts checkOptions, names []string, stdin io.R
 			continue
 		}
 		out.Store = in.Store != nil
+		// A nats:// input's segments skipped for naming another stream
+		// than their subject: said on stderr, and a problem (exit 3).
+		skipped := in.Reporter(nil, stderr)
 		rep, err := ck.Check(ctx, in.R, in.Name, segments.CheckOptions{
 			Format: in.Format, Sniff: in.File == nil, Live: in.Live, Store: in.Store != nil,
 			Finding: func(f segments.Finding) { out.Finding(in.Name, f) },
@@ -154,7 +157,7 @@ func runCheck(ctx context.Context, opts checkOptions, names []string, stdin io.R
 			}
 		}
 		out.Report(in.Name, rep, err == nil)
-		if rep.Problems > 0 {
+		if rep.Problems > 0 || skipped.Damaged {
 			o.Damage()
 		}
 		if out.Err() != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
@@ -63,6 +64,7 @@ func TestScript(t *testing.T) {
 			"mkclocked":  cmdMkclocked,
 			"natsd":      cmdNatsd,
 			"natspub":    cmdNatspub,
+			"natsforge":  cmdNatsforge,
 		},
 	})
 }
@@ -530,4 +532,33 @@ func cmdNatspub(ts *testscript.TestScript, neg bool, args []string) {
 	if rep := p.Close(ctx); rep.LostFrames != 0 || rep.Messages == 0 {
 		ts.Fatalf("natspub: %+v", rep)
 	}
+}
+
+// natsforge URL NODE#LIFE FILE…: publish one message on the subject of
+// stream NODE#LIFE whose body is the files concatenated, as a client
+// allowed to publish there could: e.g. a segment of its own stream and a
+// forged one of another stream behind it.
+func cmdNatsforge(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 {
+		ts.Fatalf("usage: natsforge URL NODE#LIFE FILE…")
+	}
+	id, err := frames.ParseStreamID(args[1])
+	ts.Check(err)
+	t, err := fleet.ParseTarget(args[0])
+	ts.Check(err)
+	var body []byte
+	for _, f := range args[2:] {
+		b, err := os.ReadFile(ts.MkAbs(f))
+		ts.Check(err)
+		body = append(body, b...)
+	}
+	nc, err := fleet.Connect(t, fleet.Auth{}, fleet.ConnectOptions{Name: "natsforge"})
+	ts.Check(err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	ts.Check(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = js.Publish(ctx, fleet.Subject(t.Prefix, id), body)
+	ts.Check(err)
 }

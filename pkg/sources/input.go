@@ -224,8 +224,20 @@ type DamageReporter struct {
 
 // Reporter returns a DamageReporter of the input's damage on warn, in
 // front of sink.
+//
+// For a nats:// input, the reporter also says each segment the reader
+// skipped because it holds another stream than its message's subject
+// names (a client publishing into another node's stream), and counts it
+// as damage: the views exit 3, as ds check and ds gaps do.
 func (in *Input) Reporter(sink segments.Sink, warn io.Writer) *DamageReporter {
-	return &DamageReporter{Sink: sink, Name: in.Name, Live: in.Live, Warn: warn}
+	d := &DamageReporter{Sink: sink, Name: in.Name, Live: in.Live, Warn: warn}
+	if in.NATS != nil {
+		in.NATS.onSkip(func(err error) {
+			fmt.Fprintf(warn, "ds: %s\n", textfmt.Escape(err.Error()))
+			d.Damaged = true
+		})
+	}
+	return d
 }
 
 // Damage implements segments.Sink: the range is reported, and passed on

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -39,6 +40,39 @@ type NATS struct {
 	t     fleet.Target
 	nodes []frames.NodeID // the nodes read; none: all
 	rc    io.ReadCloser   // the last reader opened
+
+	// Segments a reader skipped (of another stream than their message's
+	// subject says: ARCHITECTURE.md, NATS messages) go to skip, the
+	// DamageReporter of the input (Input.Reporter), or wait in pending
+	// until there is one. The reader's goroutine calls it.
+	mu      sync.Mutex
+	skip    func(error)
+	pending []error
+}
+
+// skipped is the readers' fleet.ReaderOptions.Warn.
+func (s *NATS) skipped(err error) {
+	s.mu.Lock()
+	f := s.skip
+	if f == nil {
+		s.pending = append(s.pending, err)
+	}
+	s.mu.Unlock()
+	if f != nil {
+		f(err)
+	}
+}
+
+// onSkip hands the segments skipped so far, and from now on, to f.
+func (s *NATS) onSkip(f func(error)) {
+	s.mu.Lock()
+	s.skip = f
+	pending := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	for _, err := range pending {
+		f(err)
+	}
 }
 
 // OpenNATS connects to the target of a nats:// (or tls://) input, with the
@@ -81,6 +115,9 @@ func (s *NATS) Reader(ctx context.Context, o fleet.ReaderOptions) (io.Reader, er
 		s.rc = nil
 	}
 	o.Nodes = s.nodes
+	if o.Warn == nil {
+		o.Warn = s.skipped
+	}
 	rc, err := fleet.NewReader(ctx, s.nc, s.t, o)
 	if err != nil {
 		return nil, err
