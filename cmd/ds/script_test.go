@@ -20,8 +20,8 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/frames"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestMain(m *testing.M) {
