@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/urfave/cli/v3"
@@ -128,9 +129,37 @@ func setUsageErrors(c *cli.Command) {
 // the program name) and returns the exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot(stdin, stdout, stderr)
+	root.Commands = needed(root.Commands, args)
 	root.Metadata = map[string]any{metaArgs: args}
 	err := root.Run(context.Background(), args)
 	return exitCode(err, stderr)
+}
+
+// needed returns, of the root's commands, those that running args needs:
+// the one args[1] names, none for ds --version, all otherwise (ds alone,
+// ds --help, ds help, ds completion, a typo to suggest a name for). Before
+// it runs anything, urfave/cli prepares every command in the tree (the help
+// text of each flag), which took half of the start-up of ds --version: in a
+// shell loop that calls ds for each file, each call pays only for its own
+// command (issue 23 item 4).
+func needed(cmds []*cli.Command, args []string) []*cli.Command {
+	if len(args) < 2 {
+		return cmds
+	}
+	switch name := args[1]; name {
+	case "--version", "-v":
+		if len(args) == 2 {
+			return nil
+		}
+	case "help", "completion":
+	default:
+		for _, c := range cmds {
+			if c.HasName(name) {
+				return []*cli.Command{c}
+			}
+		}
+	}
+	return cmds
 }
 
 // helpCommand is ds help [COMMAND…]: the help of ds, or of a command.
@@ -185,8 +214,10 @@ const (
 )
 
 var (
-	urfaveBadValue = regexp.MustCompile(`(?s)^invalid value (".*") for flag -([^\s:]+): (.*)$`)
-	strconvPrefix  = regexp.MustCompile(`^strconv\.\w+: parsing ".*?": `)
+	urfaveBadValue = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?s)^invalid value (".*") for flag -([^\s:]+): (.*)$`)
+	})
+	strconvPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^strconv\.\w+: parsing ".*?": `) })
 )
 
 // flagUsageError rewrites a flag error of urfave/cli into one line that
@@ -219,8 +250,8 @@ func flagUsageError(c *cli.Command, err error) error {
 			msg += " (" + describeFlag(f).head() + ")"
 		}
 	default:
-		if m := urfaveBadValue.FindStringSubmatch(msg); m != nil {
-			why := strconvPrefix.ReplaceAllString(m[3], "")
+		if m := urfaveBadValue().FindStringSubmatch(msg); m != nil {
+			why := strconvPrefix().ReplaceAllString(m[3], "")
 			if why == "invalid syntax" {
 				why = "not a number"
 			}

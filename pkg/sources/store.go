@@ -78,13 +78,14 @@ type StreamReader struct {
 	seen   storeState  // the stream's state before it was opened
 }
 
-// storeTable is the CRC-64 table of StreamReader.
-var storeTable = crc64.MakeTable(crc64.ECMA)
+// storeTable is the CRC-64 table of StreamReader, built on first use so
+// that a ds command that reads no store does not pay for it at start-up.
+var storeTable = sync.OnceValue(func() *crc64.Table { return crc64.MakeTable(crc64.ECMA) })
 
 // NewReader returns a reader of the stream's byte stream, from its start;
 // the caller closes it.
 func (r StreamRef) NewReader() *StreamReader {
-	return &StreamReader{ref: r, sum: crc64.New(storeTable)}
+	return &StreamReader{ref: r, sum: crc64.New(storeTable())}
 }
 
 // Follow makes r wait, at the end of the stream, for more until ctx ends
@@ -157,7 +158,7 @@ func (r *StreamReader) wait() error {
 		if err != nil {
 			return err
 		}
-		prefix := crc64.New(storeTable)
+		prefix := crc64.New(storeTable())
 		if _, err := io.CopyN(prefix, rc, r.n); err == nil && prefix.Sum64() == r.sum.Sum64() {
 			r.rc, r.seen = rc, st
 			return nil
