@@ -221,9 +221,15 @@ func recoverAction(ctx context.Context, c *cli.Command) error {
 	return j.run(ctx, c.Args().Slice())
 }
 
+// mergeMemoryLimit is ds merge's soft memory limit, in bytes (see
+// readMemoryLimit).
+const mergeMemoryLimit = 48 << 20
+
 // run merges the inputs named into j.out.
 func (j *mergeJob) run(ctx context.Context, names []string) error {
-	limitReadMemory()
+	// A merge of 8 inputs holds 8 readers' buffers: the views' limit
+	// would have it collect without end.
+	limitMemory(mergeMemoryLimit)
 	if os.Getenv("GOGC") == "" {
 		// What a merge holds is mostly buffers it reuses: collecting at
 		// half again its live heap, not twice, keeps its peak low at

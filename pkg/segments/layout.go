@@ -44,7 +44,8 @@ func Layout(r io.ReaderAt, size int64) (streams []StreamSections, bytesRead int6
 		s        int32 // index in streams; -1: no header
 	}
 	w := NewBackWalker(r, size)
-	var spans []span // from the end
+	w.StreamOnly = true // a span's stream is all Layout keeps of its header
+	var spans []span    // from the end
 	index := map[frames.StreamID]int32{}
 	var ids []frames.StreamID // by index, in the walk's order
 	for {

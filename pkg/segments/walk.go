@@ -64,6 +64,10 @@ type BackWalker struct {
 	unsummarised bool
 	// BytesRead counts the bytes read so far, for tests and benchmarks.
 	BytesRead int64
+	// StreamOnly has the walk decode of each header only what says which
+	// stream it is of (wireformat.ParseHeaderStream): Span.Header has no
+	// Writer and no Channels then.
+	StreamOnly bool
 }
 
 // NewBackWalker returns a walker of the size bytes of r.
@@ -225,7 +229,11 @@ func (w *BackWalker) headerAt(off, limit int64) (*wireformat.Header, int64, erro
 	if err != nil {
 		return nil, 0, err
 	}
-	h, n, err := wireformat.ParseHeader(b)
+	parse := wireformat.ParseHeader
+	if w.StreamOnly {
+		parse = wireformat.ParseHeaderStream
+	}
+	h, n, err := parse(b)
 	if err != nil || int64(n) != size {
 		return nil, 0, nil
 	}

@@ -2,9 +2,11 @@ package views
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -320,8 +322,17 @@ func (in *Info) Header(h segments.SegmentHeader) {
 		st.firstSeq = h.Seq
 	}
 	st.segments++
-	if st.chans == nil && len(h.Channels) <= maxScannedChannels {
-		st.chans = make([]infoChannel, 0, len(h.Channels)) // as many as it will most likely hold
+	if st.chans == nil {
+		// As many as it will most likely hold: a catalog of 140 000
+		// channels grown by appending held twice its size (ds-format(5)).
+		st.chans = make([]infoChannel, 0, len(h.Channels))
+	}
+	if len(h.Channels) > maxScannedChannels && (st.lists == nil || st.lists.index == nil) {
+		index := make(map[frames.ChannelID]int, len(h.Channels))
+		for j, c := range st.chans {
+			index[c.id] = j
+		}
+		st.more().index = index
 	}
 	for _, c := range h.Channels {
 		in.Channel(c)
@@ -579,10 +590,20 @@ func (in *Info) health(st *infoStream, f frames.Frame, late bool) {
 }
 
 // sortedChans returns the channels by id.
+//
+// It sorts st.chans in place, not a copy (a catalog may have 140 000
+// channels), and reindexes them when they moved.
 func (st *infoStream) sortedChans() []infoChannel {
-	c := append([]infoChannel(nil), st.chans...)
-	sort.Slice(c, func(i, j int) bool { return c[i].id < c[j].id })
-	return c
+	less := func(a, b infoChannel) int { return cmp.Compare(a.id, b.id) }
+	if !slices.IsSortedFunc(st.chans, less) {
+		slices.SortFunc(st.chans, less)
+		if st.lists != nil && st.lists.index != nil {
+			for i, c := range st.chans {
+				st.lists.index[c.id] = i
+			}
+		}
+	}
+	return st.chans
 }
 
 // Summary flushes the assembler and returns the summaries: files in the
@@ -647,6 +668,9 @@ func (in *Info) summarize(st *infoStream) StreamSummary {
 	if h := trimmedHead(stats); h > 0 {
 		b := uint64(h)
 		sum.TrimmedBefore = &b
+	}
+	if len(st.chans) > 0 {
+		sum.Channels = make([]ChannelSummary, 0, len(st.chans))
 	}
 	for _, c := range st.sortedChans() {
 		cs := ChannelSummary{ID: c.id, Content: "unknown", Frames: c.frames, Bytes: c.bytes}

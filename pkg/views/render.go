@@ -164,7 +164,7 @@ func (p *Printer) Channel(d frames.ChannelDescriptor) {
 	if st.channel(d.ID) != nil {
 		return
 	}
-	ci := newChanInfo(d, p.sel.channelVisible(d), p.format)
+	ci := st.newChanInfo(d, p.sel.channelVisible(d), p.format)
 	if !st.sel.hidden {
 		p.sel.matchChannel(d)
 	}

@@ -101,8 +101,8 @@ func (l *textLayout) addStream(st *streamInfo) {
 // addChannel widens the channel column for a new channel ci shown (up to
 // 40 runes).
 func (l *textLayout) addChannel(ci *chanInfo) {
-	if ci.visible && ci.width > l.nameW && ci.width <= 40 {
-		l.nameW = ci.width
+	if w := int(ci.width); ci.visible && w > l.nameW && w <= 40 {
+		l.nameW = w
 	}
 }
 
@@ -182,7 +182,7 @@ func (l *textLayout) appendChannel(b []byte, ci *chanInfo) []byte {
 		s = channelStyle(ci.name)
 	}
 	b = append(b, s...)
-	b, w := appendName(b, ci.name, ci.width)
+	b, w := appendName(b, ci.name, int(ci.width))
 	b = append(b, l.off(s)...)
 	return appendPad(b, l.nameW-w)
 }

@@ -19,8 +19,10 @@ type streamInfo struct {
 	col      string // the stream column's text: name, or a shorter unambiguous form
 	colW     int    // col in runes
 
-	chans []*chanInfo                    // by id, for ids < maxSmallChannel
-	big   map[frames.ChannelID]*chanInfo // ids ≥ maxSmallChannel
+	chans []*chanInfo                    // by id, for ids < maxSmallChannel or while dense (setChannel)
+	big   map[frames.ChannelID]*chanInfo // the other ids
+	nchan int                            // channels declared
+	arena []chanInfo                     // where the chanInfos live, in chunks that never move
 
 	sel   streamBounds // the selection's decisions (selector.go)
 	clock streamTime   // its clock readings (timebase.go)
@@ -34,19 +36,23 @@ type streamInfo struct {
 // map lookup or string building.
 type chanInfo struct {
 	// name and id are the descriptor's: the rest is not kept, as a
-	// catalog may have 140 000 channels.
+	// catalog may have 140 000 channels (64 bytes each, index included).
 	name    string
-	id      frames.ChannelID
-	width   int  // name in runes, for the channel column
-	visible bool // the filter decision
-	kind    frames.ContentKind
-	json    []byte   // `,"channel":NAME,"channel_id":ID,"content":KIND` (FormatJSON)
+	json    string   // `,"channel":NAME,"channel_id":ID,"content":KIND` (FormatJSON)
 	line    *partial // the held unfinished line, once there was one
+	id      frames.ChannelID
+	width   int32 // name in runes, for the channel column
+	visible bool  // the filter decision
+	kind    frames.ContentKind
 }
 
-// maxSmallChannel bounds the channel ids a stream keeps in a slice indexed
-// by id (registration hands out 1, 2, 3, …); larger ids, which an input
-// may hold, live in a map.
+// chanChunk is how many chanInfos a stream allocates at a time.
+const chanChunk = 1024
+
+// maxSmallChannel bounds the channel ids a stream always keeps in a slice
+// indexed by id (registration hands out 1, 2, 3, …); larger ids live there
+// too while the slice stays under 4 entries a declared channel, and in a
+// map otherwise, so that a crafted id costs no more than a channel.
 const maxSmallChannel = 256
 
 func newStreamInfo(d frames.StreamDescriptor, format LogFormat) *streamInfo {
@@ -64,15 +70,20 @@ func newStreamInfo(d frames.StreamDescriptor, format LogFormat) *streamInfo {
 
 // newChanInfo returns what a printer keeps of channel d, visible or not
 // by the filters.
-func newChanInfo(d frames.ChannelDescriptor, visible bool, format LogFormat) *chanInfo {
-	ci := &chanInfo{name: d.Name, id: d.ID, width: nameWidth(d.Name), visible: visible, kind: d.Content.Kind}
+func (st *streamInfo) newChanInfo(d frames.ChannelDescriptor, visible bool, format LogFormat) *chanInfo {
+	if len(st.arena) == cap(st.arena) {
+		st.arena = make([]chanInfo, 0, min(chanChunk, max(8, 2*st.nchan)))
+	}
+	st.arena = st.arena[:len(st.arena)+1]
+	ci := &st.arena[len(st.arena)-1]
+	*ci = chanInfo{name: d.Name, id: d.ID, width: int32(nameWidth(d.Name)), visible: visible, kind: d.Content.Kind}
 	if format == FormatJSON {
 		b := append([]byte(nil), `,"channel":`...)
 		b = appendJSONString(b, d.Name)
 		b = append(b, `,"channel_id":`...)
 		b = strconv.AppendUint(b, uint64(d.ID), 10)
 		b = append(b, `,"content":`...)
-		ci.json = appendJSONString(b, d.Content.Kind.String())
+		ci.json = string(appendJSONString(b, d.Content.Kind.String()))
 	}
 	return ci
 }
@@ -83,14 +94,15 @@ func (st *streamInfo) channel(id frames.ChannelID) *chanInfo {
 	if uint64(id) < uint64(len(st.chans)) {
 		return st.chans[id]
 	}
-	if id < maxSmallChannel {
+	if st.big == nil {
 		return nil
 	}
 	return st.big[id]
 }
 
 func (st *streamInfo) setChannel(id frames.ChannelID, ci *chanInfo) {
-	if id >= maxSmallChannel {
+	st.nchan++
+	if id >= maxSmallChannel && uint64(id) >= 4*uint64(st.nchan) {
 		if st.big == nil {
 			st.big = make(map[frames.ChannelID]*chanInfo)
 		}

@@ -98,7 +98,8 @@ func Tail(ctx context.Context, r io.ReaderAt, size int64, opts TailOptions, w io
 	}
 	cr := &countingReaderAt{r: r}
 	walker := segments.NewBackWalker(cr, size)
-	from := size // the walk has found where the segments from here on start
+	walker.StreamOnly = true // only where the spans start is used
+	from := size             // the walk has found where the segments from here on start
 	segs := 0
 	var cursor segments.Cursor
 	var copies []CopyCount
@@ -113,6 +114,9 @@ func Tail(ctx context.Context, r io.ReaderAt, size int64, opts TailOptions, w io
 		return st
 	}
 	render := func(start int64, out io.Writer) ([]DamageRange, error) {
+		// The last pass's sink is dropped first: with a catalog of
+		// 140 000 channels, two printers would hold it twice.
+		last, lastOut = nil, nil
 		if opts.Follow {
 			lastOut = &switchWriter{w: out}
 			out = lastOut

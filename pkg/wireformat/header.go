@@ -113,7 +113,17 @@ func appendString(dst []byte, s string) []byte {
 // If b ends before the header does, ParseHeader returns io.ErrUnexpectedEOF
 // and n is the length the header needs: exact once b holds the 14-byte
 // prefix, a lower bound before. The returned Header does not alias b.
-func ParseHeader(b []byte) (h Header, n int, err error) {
+func ParseHeader(b []byte) (h Header, n int, err error) { return parseHeader(b, false) }
+
+// ParseHeaderStream is [ParseHeader] for a caller that needs to know only
+// which stream a segment is of: it checks the same (the catalog's syntax
+// excepted) and returns the header without its writer identity and
+// catalog (Writer "", Channels nil). A walk over a file's segments then
+// does not decode a catalog of 140 000 channels (13 MiB of heap) to learn
+// the stream id.
+func ParseHeaderStream(b []byte) (h Header, n int, err error) { return parseHeader(b, true) }
+
+func parseHeader(b []byte, streamOnly bool) (h Header, n int, err error) {
 	m := min(len(b), len(Magic))
 	if string(b[:m]) != Magic[:m] {
 		return Header{}, 0, ErrBadMagic
@@ -135,7 +145,7 @@ func ParseHeader(b []byte) (h Header, n int, err error) {
 	if crc32.Checksum(b[:n-4], castagnoli) != binary.LittleEndian.Uint32(b[n-4:]) {
 		return Header{}, 0, fmt.Errorf("%w (segment header)", ErrChecksum)
 	}
-	h, err = parseHeaderBody(b[HeaderPrefixSize : n-4])
+	h, err = parseHeaderBody(b[HeaderPrefixSize:n-4], streamOnly)
 	if err != nil {
 		return Header{}, 0, err
 	}
@@ -150,7 +160,7 @@ func versionError(major byte) error {
 	return fmt.Errorf("%w: major version %d", ErrUnknownVersion, major)
 }
 
-func parseHeaderBody(body []byte) (Header, error) {
+func parseHeaderBody(body []byte, streamOnly bool) (Header, error) {
 	var h Header
 	if len(body) < len(h.SegmentID) {
 		return Header{}, fmt.Errorf("%w: header body of %d bytes has no segment id", ErrBadBody, len(body))
@@ -166,7 +176,9 @@ func parseHeaderBody(body []byte) (Header, error) {
 	if err != nil {
 		return Header{}, err
 	}
-	h.Writer = string(writer)
+	if !streamOnly {
+		h.Writer = string(writer)
+	}
 	stream, body, err := cutString(body, "stream descriptor")
 	if err != nil {
 		return Header{}, err
@@ -177,6 +189,9 @@ func parseHeaderBody(body []byte) (Header, error) {
 	catalog, _, err := cutString(body, "catalog")
 	if err != nil {
 		return Header{}, err
+	}
+	if streamOnly {
+		return h, nil
 	}
 	if len(catalog) > 64<<10 {
 		// A large catalog is decoded into a slice of its size: grown
@@ -246,7 +261,7 @@ func ParseHeaderCopy(body []byte) (Header, error) {
 	if body[0] != MajorVersion {
 		return Header{}, versionError(body[0])
 	}
-	h, err := parseHeaderBody(body[2:])
+	h, err := parseHeaderBody(body[2:], false)
 	if err != nil {
 		return Header{}, err
 	}
