@@ -131,9 +131,10 @@ are the two wall-clock readings), each after "stream", "node", "life".
 --time adds a time column: --time or --time=wall (local time; --utc or
 --time=utc for UTC), --time=since-start (seconds since the first clock
 reading of the inputs), --time=delta (seconds since the previous line
-printed: stalls stand out; measured across a clock step by the monotonic
-clock, so a step shows as its note, not as a negative delta or a stall),
---time=unix. A line before any clock reading shows "-".
+printed: stalls stand out), --time=unix. since-start and delta are
+measured across a clock step by the monotonic clock, so a step shows as
+its note, not as a jump, a negative delta or a stall. A line before any
+clock reading shows "-".
 
 ` + selectionHelp + `
 

@@ -179,7 +179,8 @@ func clockStepFrames() []frames.Frame {
 }
 
 // ds log shows a step of the wall clock in place, whatever -c selects,
-// and --time=delta measures across it by the monotonic clock.
+// and --time=delta and --time=since-start measure across it by the
+// monotonic clock.
 func TestLogClockStep(t *testing.T) {
 	note := "wall clock stepped back 5s at position 4 (it moved -4.9s while the monotonic clock moved 100ms)"
 	got, losses := printJob(t, LogOptions{}, clockStepFrames()...)
@@ -203,6 +204,17 @@ func TestLogClockStep(t *testing.T) {
 		"     7    +0.100000  proc.job.stdout   four\n"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("--time=delta -c proc.job.stdout (-want +got):\n%s", diff)
+	}
+	// --time=since-start measures by the monotonic clock too: no jump
+	// back by the step.
+	got, _ = printJob(t, LogOptions{Time: TimeSinceStart, Channels: []frames.ChannelFilter{frames.NameChannel("proc.job.stdout")}}, clockStepFrames()...)
+	want = "" +
+		"     1    +0.000000  proc.job.stdout   one\n" +
+		"     3    +0.100000  proc.job.stdout   two\n" +
+		"     ~    +0.200000  clock             " + note + "\n" +
+		"     7    +0.300000  proc.job.stdout   four\n"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("--time=since-start -c proc.job.stdout (-want +got):\n%s", diff)
 	}
 	// The wall clock column shows what the clock read.
 	got, _ = printJob(t, LogOptions{Time: TimeUnix}, clockStepFrames()...)
