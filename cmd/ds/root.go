@@ -129,7 +129,7 @@ func setUsageErrors(c *cli.Command) {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot(stdin, stdout, stderr)
 	root.Metadata = map[string]any{metaArgs: args}
-	err := root.Run(context.Background(), args)
+	err := root.Run(context.Background(), splitAttached(root, args))
 	return exitCode(err, stderr)
 }
 
