@@ -31,12 +31,12 @@ const reverseChunk = 1 << 20
 // (more for a longer line) and one offset per MiB of output. A last line
 // without a newline is given one.
 type Reverser struct {
-	w        io.Writer
-	mem      []byte   // the output, while it fits in memory
-	f        *os.File // then the spool file
-	size     int64    // bytes written
-	marks    []int64  // offsets of line starts, about reverseChunk apart
-	err      error    // sticky
+	w     io.Writer
+	mem   []byte   // the output, while it fits in memory
+	f     *os.File // then the spool file
+	size  int64    // bytes written
+	marks []int64  // offsets of line starts, about reverseChunk apart
+	err   error    // sticky
 	// memory and chunk are reverseMemory and reverseChunk (smaller in
 	// tests).
 	memory, chunk int64
