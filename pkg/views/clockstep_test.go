@@ -338,3 +338,24 @@ func TestInfoClockStep(t *testing.T) {
 		t.Errorf("no step: %+v", scan[0].ClockSteps)
 	}
 }
+
+// LogOptions.CatFrames hands over the frames --cat would write, with
+// their steady time: a step of the wall clock does not move it back.
+func TestCatFramesSteady(t *testing.T) {
+	type got struct {
+		ns int64
+		b  string
+	}
+	var gotFrames []got
+	out, _ := printJob(t, LogOptions{Format: FormatCat, CatFrames: func(ns int64, b []byte) {
+		gotFrames = append(gotFrames, got{ns, string(b)})
+	}}, clockStepFrames()...)
+	if out != "" {
+		t.Errorf("CatFrames: the printer wrote %q", out)
+	}
+	ms := int64(1e6)
+	want := []got{{t0, "one\n"}, {t0 + 100*ms, "two\n"}, {t0 + 200*ms, "three\n"}, {t0 + 300*ms, "four\n"}}
+	if diff := cmp.Diff(want, gotFrames, cmp.AllowUnexported(got{})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
