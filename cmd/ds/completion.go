@@ -152,7 +152,7 @@ var flagChoices = map[string][]string{
 	"format":         {"json", "csv", "tsv"},
 	"color":          {"auto", "always", "never"},
 	"time":           {"wall", "utc", "since-start", "delta", "unix"},
-	"json":           {"frames"},
+	"json":           {"frames", "pretty", "frames,pretty"},
 }
 
 // choicesOf returns flagChoices for flag long of command cmd.

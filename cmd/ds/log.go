@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/viewer"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -15,7 +17,7 @@ func logCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "log",
 		Usage:     "print the merged log of captures",
-		UsageText: "ds log [--cat|--json[=frames]] [--time[=MODE]] [FILTERS] INPUT…",
+		UsageText: "ds log [-n N] [-r] [--cat|--json[=frames|pretty]] [--time[=MODE]] [FILTERS] INPUT…",
 		Description: `Prints every frame of the inputs (capture files, or - for stdin) in
 position order, one line per text line:
 
@@ -128,12 +130,31 @@ ms since the Unix epoch, 0 when the record did not say), a clock step
 clock moved S ns more than the monotonic clock, which moved E ns; F and T
 are the two wall-clock readings), each after "stream", "node", "life".
 
+--json=pretty prints the objects of --json indented, over several lines
+(journalctl -o json-pretty); --json=frames,pretty those of --json=frames.
+
+-n N (--lines N) prints only the last N lines of what ds log would print
+(journalctl -n): rows, objects of --json, or lines of --cat. One capture
+file is read from its end as ds tail reads it, so the last lines of a
+10 GiB capture cost what those of a small one do; several inputs are
+merged, keeping the last N lines in memory. -n 0 prints nothing. -f does
+not go with -n: ds tail -n N -f prints the last N lines, then follows.
+
+-r (--reverse) prints the newest line first (journalctl -r): ds log's
+lines (each as ds log prints it, a line joined across frames included),
+last first; with -n N, the N newest, newest first. The log is rendered,
+then read back from its end: beyond 8 MiB of output it is kept in a
+temporary file (in $TMPDIR, removed at exit), so memory stays small and
+the disk holds what is printed. -r goes with neither -f nor --cat (whose
+records have no line to reverse; pipe --cat to tac).
+
 --time adds a time column: --time or --time=wall (local time; --utc or
 --time=utc for UTC), --time=since-start (seconds since the first clock
 reading of the inputs), --time=delta (seconds since the previous line
-printed: stalls stand out; measured across a clock step by the monotonic
-clock, so a step shows as its note, not as a negative delta or a stall),
---time=unix. A line before any clock reading shows "-".
+printed: stalls stand out), --time=unix. since-start and delta are
+measured across a clock step by the monotonic clock, so a step shows as
+its note, not as a jump, a negative delta or a stall. A line before any
+clock reading shows "-".
 
 ` + selectionHelp + `
 
@@ -158,7 +179,9 @@ first. A capture that ds wrap is still writing is read to its current end.`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "cat", Usage: "print payload bytes only, byte-exact"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep reading files as they grow, and new captures in directories"},
-			&cli.GenericFlag{Name: "json", Value: &optionalValue{}, Usage: "print one JSON object per line, record, gap, drop, transport loss and damaged range (=frames: per frame)"},
+			&cli.GenericFlag{Name: "json", Value: &optionalValue{}, Usage: "print one JSON object per line, record, gap, drop, transport loss and damaged range (=frames: per frame; =pretty: indented)"},
+			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Usage: "print only the last `N` lines"},
+			&cli.BoolFlag{Name: "reverse", Aliases: []string{"r"}, Usage: "print the newest line first"},
 			&cli.GenericFlag{Name: "time", Value: &optionalValue{}, Usage: "add a time column: wall, utc, since-start, delta or unix"},
 			&cli.BoolFlag{Name: "utc", Usage: "show and read times in UTC"},
 			&cli.BoolFlag{Name: "show-cursor", Usage: "end with the cursor of what was shown (for --after)"},
@@ -184,18 +207,99 @@ func logAction(ctx context.Context, c *cli.Command) error {
 	if err := readLogFormat(c, &opts); err != nil {
 		return err
 	}
+	last, reverse, follow := -1, c.Bool("reverse"), c.Bool("follow")
+	if c.IsSet("lines") {
+		if last = int(c.Int("lines")); last < 0 {
+			return usagef("log: -n %d: want a number of lines, 0 or more", last)
+		}
+	}
+	switch {
+	case last >= 0 && follow:
+		return usagef("log: -n does not go with -f: ds tail -n N -f prints the last N lines, then follows")
+	case reverse && follow:
+		return usagef("log: -r does not go with -f (the newest line is yet to come)")
+	case reverse && opts.Format == views.FormatCat:
+		return usagef("log: -r does not go with --cat (records have no line to reverse); pipe --cat to tac")
+	}
 	var colorErr error
 	if opts.Color, colorErr = useColor(c, c.Root().Writer); colorErr != nil {
 		return colorErr
 	}
 	root := c.Root()
-	p, err := newInputs(set, root.Reader, root.Writer, root.ErrWriter).Log(ctx, c.Args().Slice(), opts, c.Bool("follow"))
-	if p == nil {
-		return err
+	out := newLogOutput(root.Writer, pretty(c), reverse)
+	in := newInputs(set, root.Reader, out.w, root.ErrWriter)
+	var cur segments.Cursor
+	shown := true // what was printed has a cursor
+	if last >= 0 {
+		cur, err = in.LogLast(ctx, c.Args().Slice(), opts, last)
+		shown = cur != nil
+	} else {
+		var p *views.Printer
+		if p, err = in.Log(ctx, c.Args().Slice(), opts, follow); p == nil {
+			out.close()
+			return err
+		}
+		cur = p.Cursor()
 	}
-	if c.Bool("show-cursor") {
-		if werr := showCursor(root.Writer, p.Cursor(), opts.Format); werr != nil && err == nil {
+	if werr := out.reversed(); werr != nil {
+		return writeErr(werr)
+	}
+	if c.Bool("show-cursor") && shown {
+		if werr := showCursor(out.after, cur, opts.Format); werr != nil && err == nil {
 			return writeErr(werr)
+		}
+	}
+	if werr := out.close(); werr != nil && err == nil {
+		return writeErr(werr)
+	}
+	return err
+}
+
+// pretty reports whether c's --json asks for indented objects.
+func pretty(c *cli.Command) bool {
+	_, _, p := jsonMode(c.String("json"))
+	return p
+}
+
+// logOutput is what ds log and ds tail write to: stdout, through a
+// views.PrettyJSON with --json=pretty, through a viewer.Reverser with -r.
+type logOutput struct {
+	w      io.Writer // what the views write to
+	after  io.Writer // what comes after the reversed lines (--show-cursor)
+	pretty *views.PrettyJSON
+	rev    *viewer.Reverser
+}
+
+func newLogOutput(stdout io.Writer, pretty, reverse bool) *logOutput {
+	o := &logOutput{w: stdout, after: stdout}
+	if pretty {
+		o.pretty = views.NewPrettyJSON(stdout)
+		o.w, o.after = o.pretty, o.pretty
+	}
+	if reverse {
+		o.rev = viewer.NewReverser(o.w)
+		o.w = o.rev
+	}
+	return o
+}
+
+// reversed writes the lines kept for -r, newest first.
+func (o *logOutput) reversed() error {
+	if o.rev == nil {
+		return nil
+	}
+	err := o.rev.Close()
+	o.rev = nil
+	return err
+}
+
+// close writes what is left: the reversed lines, an unfinished last
+// pretty line.
+func (o *logOutput) close() error {
+	err := o.reversed()
+	if o.pretty != nil {
+		if perr := o.pretty.Flush(); err == nil {
+			err = perr
 		}
 	}
 	return err
@@ -205,17 +309,16 @@ func logAction(ctx context.Context, c *cli.Command) error {
 // and ds tail into opts.
 func readLogFormat(c *cli.Command, opts *views.LogOptions) error {
 	json := c.String("json")
+	jsonOn, jsonFrames, _ := jsonMode(json)
 	switch {
 	case c.Bool("cat") && json != "":
 		return usagef("%s: --cat and --json cannot be combined", c.Name)
 	case c.Bool("cat"):
 		opts.Format = views.FormatCat
-	case json == "true" || json == "lines":
-		opts.Format = views.FormatJSON
-	case json == "frames":
-		opts.Format, opts.JSONFrames = views.FormatJSON, true
+	case jsonOn:
+		opts.Format, opts.JSONFrames = views.FormatJSON, jsonFrames
 	case json != "":
-		return usagef("%s: --json=%s: want --json (one object per line) or --json=frames", c.Name, json)
+		return usagef("%s: --json=%s: want --json (one object per line), --json=frames, --json=pretty or --json=frames,pretty", c.Name, json)
 	}
 	if t := c.String("time"); t != "" {
 		if t == "true" {
@@ -239,6 +342,27 @@ func readLogFormat(c *cli.Command, opts *views.LogOptions) error {
 	}
 	opts.Select = sel
 	return nil
+}
+
+// jsonMode parses a --json value: "" (no --json), true or lines (one
+// object per line), frames (one per frame), pretty (indented), and
+// frames,pretty. ok is false for anything else, and for "".
+func jsonMode(v string) (ok, frames, pretty bool) {
+	if v == "" {
+		return false, false, false
+	}
+	for _, w := range strings.Split(v, ",") {
+		switch w {
+		case "true", "lines":
+		case "frames":
+			frames = true
+		case "pretty":
+			pretty = true
+		default:
+			return false, false, false
+		}
+	}
+	return true, frames, pretty
 }
 
 // showCursor writes the cursor line of --show-cursor.

@@ -35,7 +35,9 @@ bytes; nothing between a producer and a view interprets a payload.
 
 ds help COMMAND, or ds COMMAND --help, shows a command's options and
 examples. Flags may follow arguments (ds log run.dss --json); a -- ends
-them. ds completion bash|zsh|fish prints a shell completion script.
+them. Short flags take their value attached (ds tail -n1) and run
+together (ds log -rn5), as getopt(3) takes them. ds completion
+bash|zsh|fish prints a shell completion script.
 
 EXIT STATUS
    0  success
@@ -131,7 +133,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot(stdin, stdout, stderr)
 	root.Commands = needed(root.Commands, args)
 	root.Metadata = map[string]any{metaArgs: args}
-	err := root.Run(context.Background(), args)
+	err := root.Run(context.Background(), splitAttached(root, args))
 	return exitCode(err, stderr)
 }
 

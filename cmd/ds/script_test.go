@@ -60,6 +60,7 @@ func TestScript(t *testing.T) {
 			"mkcapture":  cmdMkcapture,
 			"mkcopy":     cmdMkcopy,
 			"readatmost": cmdReadAtMost,
+			"reversed":   cmdReversed,
 			"mkstream":   cmdMkstream,
 			"mkclocked":  cmdMkclocked,
 			"natsd":      cmdNatsd,
@@ -230,6 +231,25 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	n, err := c.w.Write(b)
 	c.n += int64(n)
 	return n, err
+}
+
+// reversed A B: file B holds the lines of file A, last first (and some
+// of them, not all, is a failure).
+func cmdReversed(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: reversed A B")
+	}
+	a, b := ts.ReadFile(args[0]), ts.ReadFile(args[1])
+	la, lb := strings.SplitAfter(a, "\n"), strings.SplitAfter(b, "\n")
+	if len(la) != len(lb) {
+		ts.Fatalf("%s has %d lines, %s %d", args[0], len(la), args[1], len(lb))
+	}
+	n := len(la) - 1 // the empty piece after the last newline
+	for i := range n {
+		if la[i] != lb[n-1-i] {
+			ts.Fatalf("line %d of %s is not line %d of %s: %q, %q", i+1, args[0], n-i, args[1], la[i], lb[n-1-i])
+		}
+	}
 }
 
 // readatmost N: the last command's stderr has DS_READ_STATS lines

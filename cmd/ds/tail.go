@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/ds-telemetry/ds/pkg/sources"
+	"github.com/ds-telemetry/ds/pkg/viewer"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -13,7 +17,7 @@ func tailCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "tail",
 		Usage:     "print the last lines of captures",
-		UsageText: "ds tail [-n N] [-f] [--cursor-file F] [--cat|--json[=frames]] [FILTERS] [INPUT…]\n   ds tail --consumer NAME [-n N | -f] [--cat|--json[=frames]] [FILTERS] STORE…",
+		UsageText: "ds tail [-n N|+N] [-f] [--cursor-file F] [--cat|--json[=frames|pretty]] [FILTERS] [INPUT…]\n   ds tail --consumer NAME [-n N | -f] [--cat|--json[=frames|pretty]] [FILTERS] STORE…",
 		Description: `Prints the last N lines (10 by default) that ds log would print for each
 input, in the same formats, with the same channel selection.
 
@@ -31,7 +35,13 @@ what the tail of each stream does; with -f it is read in its own order.
 
 With several inputs, each one's lines follow a "==> NAME <==" line, as
 tail(1) prints them. Without an input, ds tail reads stdin. -n 0 prints
-nothing. A last line without a newline counts as a line.
+nothing. A last line without a newline counts as a line. -n1, -n 1,
+-n=1 and --lines=1 are the same.
+
+-n +N prints from the N-th line on (1-based), as tail(1) does: what ds
+log prints of each input, less its first N-1 lines (-n +1: all of it).
+The input is read from its start. With -f, it then follows (one input
+only); it goes with neither --cursor-file nor --consumer.
 
 --cursor-file F makes ds tail a consumer that resumes where it stopped:
 when F exists, ds tail prints everything after the cursor saved in it
@@ -84,10 +94,10 @@ go with -f there.
 
 Exit status 3 when what was read of an input is damaged.`,
 		Flags: append([]cli.Flag{
-			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: views.DefaultTailLines, Usage: "print the last `N` lines (with --consumer: at most N frames of each stream)"},
+			&cli.GenericFlag{Name: "lines", Aliases: []string{"n"}, Value: &linesValue{n: views.DefaultTailLines}, Usage: "print the last `N` lines (+N: from line N on; with --consumer: at most N frames of each stream)"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "then print what is written to the inputs, until interrupted"},
 			&cli.BoolFlag{Name: "cat", Usage: "print payload bytes only, byte-exact (as ds log --cat)"},
-			&cli.GenericFlag{Name: "json", Value: &optionalValue{}, Usage: "print one JSON object per line, record, gap, drop and damaged range (=frames: per frame)"},
+			&cli.GenericFlag{Name: "json", Value: &optionalValue{}, Usage: "print one JSON object per line, record, gap, drop and damaged range (=frames: per frame; =pretty: indented)"},
 			&cli.GenericFlag{Name: "time", Value: &optionalValue{}, Usage: "add a time column: wall, utc, since-start, delta or unix"},
 			&cli.BoolFlag{Name: "utc", Usage: "show and read times in UTC"},
 			&cli.StringFlag{Name: "cursor-file", Usage: "resume after the cursor saved in `FILE`, and save the new one there"},
@@ -106,11 +116,8 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	n := c.Int("lines")
-	if n < 0 {
-		return usagef("tail: -n %d: want a number of lines, 0 or more", n)
-	}
-	opts := views.TailOptions{Lines: int(n), Log: views.LogOptions{
+	lines := tailLines(c)
+	opts := views.TailOptions{Lines: int(lines.n), Log: views.LogOptions{
 		All: c.Bool("all"),
 	}}
 	if err := readLogFormat(c, &opts.Log); err != nil {
@@ -126,18 +133,71 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 	}
 	root := c.Root()
 	cursorFile := c.String("cursor-file")
-	if c.IsSet("consumer") {
-		return consumerAction(ctx, set, c, opts.Log, c.Args().Slice())
+	out := newLogOutput(root.Writer, pretty(c), false)
+	in := newInputs(set, root.Reader, out.w, root.ErrWriter)
+	switch {
+	case lines.from && (cursorFile != "" || c.IsSet("consumer")):
+		return usagef("tail: -n +%d prints from line %d on: it goes with neither --cursor-file nor --consumer", lines.n, lines.n)
+	case lines.from && c.Bool("follow") && len(names) > 1:
+		return usagef("tail: -n +%d -f follows one input only", lines.n)
+	case lines.from:
+		err = in.LogFrom(ctx, names, opts.Log, lines.n, c.Bool("follow"))
+	case c.IsSet("consumer"):
+		err = consumerAction(ctx, in, c, opts.Log, c.Args().Slice())
+	case c.Bool("follow") && cursorFile == "":
+		err = in.Follow(ctx, names, opts)
+	default:
+		err = in.Tail(ctx, names, opts, cursorFile, c.Bool("follow"))
 	}
-	if c.Bool("follow") && cursorFile == "" {
-		return newInputs(set, root.Reader, root.Writer, root.ErrWriter).Follow(ctx, names, opts)
+	if werr := out.close(); werr != nil && err == nil {
+		return writeErr(werr)
 	}
-	return newInputs(set, root.Reader, root.Writer, root.ErrWriter).Tail(ctx, names, opts, cursorFile, c.Bool("follow"))
+	return err
+}
+
+// linesValue is the value of ds tail's -n: N (the last N lines), or +N
+// (tail(1): from the N-th line on).
+type linesValue struct {
+	n    int64
+	from bool // +N
+}
+
+// Set implements flag.Value.
+func (v *linesValue) Set(s string) error {
+	t, from := strings.CutPrefix(s, "+")
+	n, err := strconv.ParseInt(t, 10, 64)
+	switch {
+	case err != nil || t == "" || t[0] == '+':
+		return fmt.Errorf("not a number")
+	case n < 0:
+		return fmt.Errorf("want a number of lines, 0 or more, or +N (from line N on)")
+	}
+	v.n, v.from = n, from
+	return nil
+}
+
+// String implements flag.Value.
+func (v *linesValue) String() string {
+	if v.from {
+		return "+" + strconv.FormatInt(v.n, 10)
+	}
+	return strconv.FormatInt(v.n, 10)
+}
+
+// Get returns the value itself.
+func (v *linesValue) Get() any { return *v }
+
+// tailLines returns ds tail's -n.
+func tailLines(c *cli.Command) linesValue {
+	if v, ok := c.Value("lines").(linesValue); ok {
+		return v
+	}
+	return linesValue{n: views.DefaultTailLines}
 }
 
 // consumerAction is ds tail --consumer NAME STORE…: the checks of its
 // command line, then viewer.Inputs.Consumer.
-func consumerAction(ctx context.Context, set *sources.Set, c *cli.Command, opts views.LogOptions, names []string) error {
+func consumerAction(ctx context.Context, in *viewer.Inputs, c *cli.Command, opts views.LogOptions, names []string) error {
 	name := c.String("consumer")
 	switch {
 	case name == "":
@@ -156,10 +216,9 @@ func consumerAction(ctx context.Context, set *sources.Set, c *cli.Command, opts 
 	}
 	limit := -1
 	if c.IsSet("lines") {
-		limit = int(c.Int("lines"))
+		limit = int(tailLines(c).n)
 	}
-	root := c.Root()
-	return newInputs(set, root.Reader, root.Writer, root.ErrWriter).Consumer(ctx, name, opts, names, limit, c.Bool("follow"))
+	return in.Consumer(ctx, name, opts, names, limit, c.Bool("follow"))
 }
 
 // writeErr turns a write error into the command's error: a closed pipe is

@@ -2,10 +2,13 @@ package viewer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
+	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/segments"
 	"github.com/ds-telemetry/ds/pkg/sources"
 	"github.com/ds-telemetry/ds/pkg/textfmt"
@@ -90,4 +93,119 @@ func WarnSelection(w io.Writer, p *views.Printer) {
 		}
 		fmt.Fprintf(w, "ds: warning: --since/--until: %s has no clock records before its frames; not shown\n", strings.Join(names, ", "))
 	}
+}
+
+// LogLast is ds log -n N (journalctl -n): the last n lines of the merged
+// log of the named inputs, as Log prints them with opts, to r.Stdout, and
+// the cursor of what was read. One capture file is read from its end, as
+// ds tail reads it (views.Tail, views.TailStreams: what it costs does not
+// grow with the file); one pipe, import or nats:// input as ds tail reads
+// it; several inputs (or a directory, a store) are merged as Log merges
+// them, keeping the last n lines in memory (views.LineRing: memory is
+// what the n lines hold). n 0 prints nothing. The error is as Log's; a
+// closed stdout is none.
+func (r *Inputs) LogLast(ctx context.Context, names []string, opts views.LogOptions, n int) (segments.Cursor, error) {
+	if n <= 0 {
+		quiet := *r
+		quiet.Stdout = io.Discard
+		p, err := quiet.Log(ctx, names, opts, false)
+		if p == nil {
+			return nil, err
+		}
+		return p.Cursor(), err
+	}
+	if len(names) == 1 && r.single(names[0]) {
+		var o sources.Outcome
+		var src *sources.NATS
+		if fleet.IsURL(names[0]) {
+			var err error
+			if src, err = r.Set.OpenNATS(names[0]); err != nil {
+				o.Fail(r.Stderr, err)
+				return nil, o.Err()
+			}
+			defer src.Close()
+		}
+		d, cur, err := r.tailOne(ctx, names[0], src, r.Stdout, views.TailOptions{Lines: n, Log: opts})
+		if d {
+			o.Damage()
+		}
+		if err != nil {
+			if isEPIPE(err) {
+				return cur, nil
+			}
+			o.Fail(r.Stderr, err)
+		}
+		return cur, o.Err()
+	}
+	ring := views.NewLineRing(n)
+	keep := *r
+	keep.Stdout = ring
+	p, err := keep.Log(ctx, names, opts, false)
+	if p == nil {
+		return nil, err
+	}
+	if werr := ring.WriteLines(r.Stdout); werr != nil {
+		return nil, quietEPIPE(werr)
+	}
+	return p.Cursor(), err
+}
+
+// single reports whether name is one input that ds tail reads as one: a
+// file, stdin, a nats:// URL (not a directory, a store or a stream of
+// one).
+func (r *Inputs) single(name string) bool {
+	if name == "-" || fleet.IsURL(name) {
+		return true
+	}
+	if r.Set.IsStream(name) {
+		return false
+	}
+	fi, err := os.Stat(name)
+	return err == nil && !fi.IsDir()
+}
+
+// LogFrom is ds tail -n +N (tail(1)'s "from line N"): what Log prints of
+// each named input with opts from its line from on (1-based; 1 or less:
+// all of it), each input's after a "==> NAME <==" line when there are
+// several, as Tail prints them. With follow (one input only), it then
+// prints what is written to the input, as Log does with follow. The
+// error is as Tail's.
+func (r *Inputs) LogFrom(ctx context.Context, names []string, opts views.LogOptions, from int64, follow bool) error {
+	var o sources.Outcome
+	names = r.Expand(names, &o)
+	var worst error
+	for k, name := range names {
+		if len(names) > 1 {
+			sep := "\n"
+			if k == 0 {
+				sep = ""
+			}
+			if _, err := fmt.Fprintf(r.Stdout, "%s==> %s <==\n", sep, textfmt.Quote(sources.InputName(name))); err != nil {
+				return quietEPIPE(err)
+			}
+		}
+		skip := *r
+		skip.Stdout = views.SkipLines(r.Stdout, from-1)
+		p, err := skip.Log(ctx, []string{name}, opts, follow)
+		if p == nil && err == nil {
+			return nil // stdout closed
+		}
+		var se *sources.StatusError
+		switch {
+		case err == nil:
+		case errors.As(err, &se):
+			if worst == nil || se.Status > worst.(*sources.StatusError).Status {
+				worst = se
+			}
+		default:
+			return err
+		}
+	}
+	if o.FailedInput() {
+		return o.Err()
+	}
+	if worst != nil {
+		return worst
+	}
+	return o.Err()
 }

@@ -179,7 +179,8 @@ func clockStepFrames() []frames.Frame {
 }
 
 // ds log shows a step of the wall clock in place, whatever -c selects,
-// and --time=delta measures across it by the monotonic clock.
+// and --time=delta and --time=since-start measure across it by the
+// monotonic clock.
 func TestLogClockStep(t *testing.T) {
 	note := "wall clock stepped back 5s at position 4 (it moved -4.9s while the monotonic clock moved 100ms)"
 	got, losses := printJob(t, LogOptions{}, clockStepFrames()...)
@@ -203,6 +204,17 @@ func TestLogClockStep(t *testing.T) {
 		"     7    +0.100000  proc.job.stdout   four\n"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("--time=delta -c proc.job.stdout (-want +got):\n%s", diff)
+	}
+	// --time=since-start measures by the monotonic clock too: no jump
+	// back by the step.
+	got, _ = printJob(t, LogOptions{Time: TimeSinceStart, Channels: []frames.ChannelFilter{frames.NameChannel("proc.job.stdout")}}, clockStepFrames()...)
+	want = "" +
+		"     1    +0.000000  proc.job.stdout   one\n" +
+		"     3    +0.100000  proc.job.stdout   two\n" +
+		"     ~    +0.200000  clock             " + note + "\n" +
+		"     7    +0.300000  proc.job.stdout   four\n"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("--time=since-start -c proc.job.stdout (-want +got):\n%s", diff)
 	}
 	// The wall clock column shows what the clock read.
 	got, _ = printJob(t, LogOptions{Time: TimeUnix}, clockStepFrames()...)
@@ -324,5 +336,26 @@ func TestInfoClockStep(t *testing.T) {
 	scan, _, _ = infoBoth(t, wrapLikeCapture(t, 2000, 8<<10, keepLikeWrap))
 	if scan[0].ClockStepCount != 0 || scan[0].ClockSteps != nil {
 		t.Errorf("no step: %+v", scan[0].ClockSteps)
+	}
+}
+
+// LogOptions.CatFrames hands over the frames --cat would write, with
+// their steady time: a step of the wall clock does not move it back.
+func TestCatFramesSteady(t *testing.T) {
+	type got struct {
+		ns int64
+		b  string
+	}
+	var gotFrames []got
+	out, _ := printJob(t, LogOptions{Format: FormatCat, CatFrames: func(ns int64, b []byte) {
+		gotFrames = append(gotFrames, got{ns, string(b)})
+	}}, clockStepFrames()...)
+	if out != "" {
+		t.Errorf("CatFrames: the printer wrote %q", out)
+	}
+	ms := int64(1e6)
+	want := []got{{t0, "one\n"}, {t0 + 100*ms, "two\n"}, {t0 + 200*ms, "three\n"}, {t0 + 300*ms, "four\n"}}
+	if diff := cmp.Diff(want, gotFrames, cmp.AllowUnexported(got{})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

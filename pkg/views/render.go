@@ -75,6 +75,13 @@ type LogOptions struct {
 	// Format, JSONFrames, Color and Time are then ignored. ds report
 	// renders its HTML from them.
 	Entries func(*Entry)
+	// CatFrames, if not nil, makes FormatCat write nothing: each frame
+	// whose bytes it would write is handed to CatFrames instead, with
+	// its stream's steady time (the latest datastream.clock reading
+	// before it, less the steps its wall clock made, in ns since the Unix
+	// epoch; 0 before any reading), as --time=delta measures. ds play
+	// paces its output by it. The payload is valid only during the call.
+	CatFrames func(steadyNS int64, payload []byte)
 }
 
 // Printer renders assembled items for ds log. Feed it descriptors as they
@@ -102,11 +109,12 @@ type Printer struct {
 	lines   joiner
 	cursors cursorTracker
 	losses  Losses
-	text    textLayout   // FormatText
-	json    jsonLayout   // FormatJSON
-	entries func(*Entry) // LogOptions.Entries (FormatJSON then)
-	line    []byte       // the line being rendered
-	msg     []byte       // scratch for a note's message
+	text    textLayout          // FormatText
+	json    jsonLayout          // FormatJSON
+	entries func(*Entry)        // LogOptions.Entries (FormatJSON then)
+	cat     func(int64, []byte) // LogOptions.CatFrames (FormatCat)
+	line    []byte              // the line being rendered
+	msg     []byte              // scratch for a note's message
 }
 
 // NewPrinter returns a printer writing to w.
@@ -126,6 +134,7 @@ func NewPrinter(w io.Writer, opts LogOptions) *Printer {
 		text:    newTextLayout(opts),
 		json:    jsonLayout{frames: opts.JSONFrames},
 		entries: opts.Entries,
+		cat:     opts.CatFrames,
 	}
 	if opts.Format == FormatText {
 		p.clock.column = opts.Time
@@ -305,6 +314,10 @@ func (p *Printer) itemFrame(st *streamInfo, kind segments.ItemKind, f *frames.Fr
 			return
 		}
 		if len(p.sel.Channels)+len(p.sel.Contents) > 0 || text {
+			if p.cat != nil {
+				p.cat(st.clock.steady, f.Payload)
+				return
+			}
 			p.write(f.Payload)
 		}
 	case FormatJSON:

@@ -27,7 +27,9 @@ const (
 	// local time zone, or RFC 3339 with a Z in UTC (LogOptions.UTC).
 	TimeWall
 	// TimeSinceStart shows seconds since the start of the inputs (their
-	// first clock reading the printer saw), "+12.345678".
+	// first clock reading the printer saw), "+12.345678", measured as
+	// TimeDelta is across a step of the wall clock: by the monotonic
+	// clock (the line's steady time).
 	TimeSinceStart
 	// TimeDelta shows seconds since the previous line printed, to find
 	// stalls, "+0.000123", measured across a step of the wall clock by
@@ -62,9 +64,10 @@ func ParseTimeMode(s string) (mode TimeMode, utc bool, err error) {
 // column those make.
 //
 // A line's steady time is its time less the steps its stream's wall clock
-// made before it (see ClockStep): --time=delta measures by it, so that a
-// step of the wall clock, which ds log shows in place, does not make a
-// stall or a negative delta.
+// made before it (see ClockStep): --time=delta and --time=since-start
+// measure by it, so that a step of the wall clock, which ds log shows in
+// place, does not make a stall, a negative delta or a jump of the time
+// since the start.
 type timebase struct {
 	column     TimeMode // the text format's time column (TimeNone in the other formats)
 	utc        bool
@@ -140,7 +143,10 @@ func (tb *timebase) appendColumn(b []byte) []byte {
 		b = append(b, '.')
 		b = fmt.Appendf(b, "%09d", ns%1e9)
 	case tb.column == TimeSinceStart:
-		b = appendSeconds(b, ns-tb.startNS)
+		// By the steady time: a step of the wall clock since the start
+		// is no jump of the column (the start is a stream's first
+		// reading, whose steady time is its wall time).
+		b = appendSeconds(b, tb.lineSteady-tb.startNS)
 	case tb.column == TimeDelta:
 		if tb.prevNS == 0 {
 			b = appendSeconds(b, 0)
