@@ -74,8 +74,8 @@ type Entry struct {
 	// that was set (ds log --time=delta measures so).
 	SteadyNS int64
 	Payload  []byte
-	Partial bool // EntryLine: printed without its newline
-	Late    bool // a frame that arrived after its stream went past it
+	Partial  bool // EntryLine: printed without its newline
+	Late     bool // a frame that arrived after its stream went past it
 	// Conflict is a frame refused: another payload was stored first.
 	Conflict bool
 	// Message is what ds log prints for a note after its columns
