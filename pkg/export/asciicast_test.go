@@ -4,13 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 // castHeader is an asciicast v2 header, as the spec lists its fields.
@@ -114,8 +120,8 @@ func TestAsciicastParsesAndTimesMatchClock(t *testing.T) {
 			start = o.Time
 		}
 		switch {
-		case o.Gap != nil: // a note has no "time": it is where the previous frame is
-			times = append(times, times[len(times)-1])
+		case o.Gap != nil: // a note has no "time" (want below has it)
+			times = append(times, math.NaN())
 		case strings.HasSuffix(o.Channel, ".stdout") || strings.HasSuffix(o.Channel, ".stderr"):
 			times = append(times, o.Time.Sub(start).Seconds())
 		}
@@ -124,7 +130,7 @@ func TestAsciicastParsesAndTimesMatchClock(t *testing.T) {
 		t.Fatalf("%d events, %d text frames and gaps in ds log --json=frames:\n%s", len(evs), len(times), cast)
 	}
 	for i, ev := range evs {
-		if math.Abs(ev.Time-times[i]) > 1e-6 {
+		if !math.IsNaN(times[i]) && math.Abs(ev.Time-times[i]) > 1e-6 {
 			t.Errorf("event %d %+v: time %v, want %v (the clock record's)", i, ev, ev.Time, times[i])
 		}
 	}
@@ -141,4 +147,116 @@ func TestAsciicastParsesAndTimesMatchClock(t *testing.T) {
 	if diff := cmp.Diff(want, evs); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
+}
+
+// TestAsciicastTerminalBytes checks how frames become output events: a
+// capture made without a pty gets CR before each LF that has none (CR LF
+// stays, also across frames), one made with a pty keeps its bytes, a
+// character its stream never completed is U+FFFD at the end, and a
+// clock set back does not make time run backwards (the wall clock less
+// its steps: the monotonic clock's 2 s).
+func TestAsciicastTerminalBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		want  []castEvent
+	}{{
+		name: "no pty",
+		steps: []step{tick(0),
+			out("a\nb\r\nc\r"), out("\nd\n\n"), tick(1e9), stepBack(1e9), out("e\xe2\x82")},
+		want: []castEvent{{0, "o", "a\r\nb\r\nc\r"}, {0, "o", "\nd\r\n\r\n"}, {2, "o", "e"}, {2, "o", "\uFFFD\uFFFD"}},
+	}, {
+		name: "pty",
+		steps: []step{tick(0), life(`{"event":"started","argv":["vi"],"pty":true}`),
+			out("a\nb\r\n\x1b[2J"), out("\xf0\x9f"), out("\x98\x80")},
+		want: []castEvent{{0, "o", "a\nb\r\n\x1b[2J"}, {0, "o", "😀"}},
+	}, {
+		name:  "bytes that never make a character",
+		steps: []step{tick(0), out("\xc0"), out("\xed\xa0"), out("\x80\n")},
+		want:  []castEvent{{0, "o", "\uFFFD"}, {0, "o", "\uFFFD\uFFFD"}, {0, "o", "\uFFFD\r\n"}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeCapture(t, t.TempDir(), tc.steps...)
+			cast, _, _ := export(t, Options{Format: Asciicast, Width: 132, Height: 43}, path)
+			h, evs := parseCast(t, cast)
+			if h.Width != 132 || h.Height != 43 {
+				t.Errorf("header %+v, want 132×43", h)
+			}
+			if diff := cmp.Diff(tc.want, evs); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestAsciicastEmpty checks that an export of nothing is a header alone.
+func TestAsciicastEmpty(t *testing.T) {
+	path := writeCapture(t, t.TempDir(), tick(0))
+	cast, _, res := export(t, Options{Format: Asciicast}, path)
+	if cast != "{\"version\": 2, \"width\": 80, \"height\": 24}\n" || res.Records != 0 {
+		t.Errorf("got %q, %+v", cast, res)
+	}
+}
+
+// TestAsciinemaCat plays the standard run's export with asciinema cat
+// (asciinema's own reader), when asciinema is installed: its output is
+// the events' data.
+func TestAsciinemaCat(t *testing.T) {
+	bin, err := exec.LookPath("asciinema")
+	if err != nil {
+		t.Skip("asciinema not installed")
+	}
+	dir := t.TempDir()
+	path := writeCapture(t, dir, standardRun()...)
+	cast, _, _ := export(t, Options{Format: Asciicast}, path)
+	file := filepath.Join(dir, "run.cast")
+	if err := os.WriteFile(file, []byte(cast), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// asciinema cat opens /dev/tty (to put it in raw mode): give it a
+	// pseudo-terminal as its controlling terminal, and stdout a pipe.
+	tty := openTTY(t)
+	cmd := exec.Command(bin, "cat", file)
+	cmd.Env = append(os.Environ(), "HOME="+dir, "ASCIINEMA_CONFIG_HOME="+dir)
+	cmd.Stdin = tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	got, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("asciinema cat: %v (%s)", err, got)
+	}
+	_, evs := parseCast(t, cast)
+	var want strings.Builder
+	for _, ev := range evs {
+		if ev.Code == "o" {
+			want.WriteString(ev.Data)
+		}
+	}
+	if string(got) != want.String() {
+		t.Errorf("asciinema cat printed %q, want %q", got, want.String())
+	}
+}
+
+// openTTY opens a pseudo-terminal and returns its slave side (both sides
+// are closed at the end of the test).
+func openTTY(t *testing.T) *os.File {
+	t.Helper()
+	mfd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	master := os.NewFile(uintptr(mfd), "/dev/ptmx")
+	t.Cleanup(func() { master.Close() })
+	n, err := unix.IoctlGetUint32(mfd, unix.TIOCGPTN)
+	if err == nil {
+		err = unix.IoctlSetPointerInt(mfd, unix.TIOCSPTLCK, 0)
+	}
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	slave, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { slave.Close() })
+	return slave
 }
