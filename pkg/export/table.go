@@ -66,12 +66,12 @@ func (t *table) entry(e *views.Entry, _ *string) {
 		tm = time.Unix(0, e.TimeNS).UTC().Format(time.RFC3339Nano)
 	}
 	t.text = text
-	t.row(append(t.cells[:0], stream, pos, channel, tm, string(text)), true)
+	t.cells = append(t.cells[:0], stream, pos, channel, tm, string(text))
+	t.row(t.cells, true)
 }
 
 // row writes one row (count: a data row, not the header).
 func (t *table) row(cells []string, count bool) {
-	t.cells = cells
 	if t.tsv {
 		b := t.b[:0]
 		for i, c := range cells {
