@@ -57,7 +57,8 @@ const (
 	// csv, then the text), then one row per text line, record, bytes
 	// frame and note, in the order ds log prints them. stream is
 	// NODE#LIFE (empty for a damaged range); position the first frame's
-	// (of a line), or ~ for a note, whose channel is then what it is
+	// (of a line), or as in ds log ~ for a note (! for a damaged range),
+	// whose channel is then what it is
 	// (gap, dropped, lost, start, trimmed, damaged); time RFC 3339 in UTC
 	// with nanoseconds, empty before the stream's first clock reading;
 	// text a line without its newline (each byte that is not UTF-8

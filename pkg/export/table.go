@@ -37,6 +37,8 @@ func (t *table) entry(e *views.Entry, _ *string) {
 	stream, pos, channel := "", "~", noteName(e.Kind)
 	if e.Kind != views.EntryDamage {
 		stream = e.Stream.String()
+	} else {
+		pos = "!"
 	}
 	text := t.text[:0]
 	switch e.Kind {
