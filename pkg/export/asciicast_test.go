@@ -10,9 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
-	"syscall"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
