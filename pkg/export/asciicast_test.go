@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 )
@@ -259,4 +260,23 @@ func openTTY(t *testing.T) *os.File {
 	}
 	t.Cleanup(func() { slave.Close() })
 	return slave
+}
+
+// TestAsciicastMergedStreams exports two streams, merged by time, one of
+// whose clocks is set back: the events of both are in one terminal and
+// their times never decrease.
+func TestAsciicastMergedStreams(t *testing.T) {
+	dir := t.TempDir()
+	a := writeStream(t, filepath.Join(dir, "a.dss"), fixtureStream, 0,
+		tick(0), out("a1\n"), tick(1e9), out("a2\n"), stepBack(1e9), out("a3\n"), tick(1e9), out("a4\n"))
+	b := writeStream(t, filepath.Join(dir, "b.dss"), frames.StreamID{Node: "other", Life: 7}, 500e6,
+		tick(0), out("b1\n"), tick(1e9), out("b2\n"), tick(1e9), out("b3\n"), tick(1e9), out("b4\n"))
+	cast, _, res := export(t, Options{Format: Asciicast}, a, b)
+	_, evs := parseCast(t, cast)
+	if len(evs) != 8 || res.Streams != 2 {
+		t.Errorf("%d events of %d streams, want 8 of 2:\n%s", len(evs), res.Streams, cast)
+	}
+	if evs[0].Data != "a1\r\n" || evs[0].Time != 0 {
+		t.Errorf("first event %+v, want a1 at 0", evs[0])
+	}
 }

@@ -47,7 +47,13 @@ func stepBack(advanceNS int64) step { return step{ch: 1, advance: advanceNS, pay
 // wall clock back 10 s as well.
 func writeCapture(t testing.TB, dir string, steps ...step) string {
 	t.Helper()
-	s := fixtureStream
+	return writeStream(t, filepath.Join(dir, "run.dss"), fixtureStream, 0, steps...)
+}
+
+// writeStream is writeCapture of stream s to path, its clock offset
+// by offsetNS.
+func writeStream(t testing.TB, path string, s frames.StreamID, offsetNS int64, steps ...step) string {
+	t.Helper()
 	ch := func(id frames.ChannelID, name string, c frames.ChannelContent) frames.ChannelDescriptor {
 		return frames.ChannelDescriptor{Stream: s, ID: id, Name: name, Content: c}
 	}
@@ -65,7 +71,7 @@ func writeCapture(t testing.TB, dir string, steps ...step) string {
 		t.Fatal(err)
 	}
 	pos := frames.Position(0)
-	wall, mono := fixtureStart, int64(1_000_000)
+	wall, mono := fixtureStart+offsetNS, int64(1_000_000)
 	for _, st := range steps {
 		if st.gap {
 			pos++
@@ -87,7 +93,6 @@ func writeCapture(t testing.TB, dir string, steps ...step) string {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "run.dss")
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
