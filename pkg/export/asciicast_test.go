@@ -15,9 +15,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
+
+	"github.com/ds-telemetry/ds/pkg/frames"
 )
 
 // castHeader is an asciicast v2 header, as the spec lists its fields.
