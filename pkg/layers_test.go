@@ -3,6 +3,7 @@
 //	write path: proc, hostprobe → frames; cmd/ds → capture → segments → wireformat → frames
 //	read path:  cmd/ds → viewer → sources → segments; viewer → views → segments → catalogfile → wireformat → frames
 //	            cmd/ds → report → viewer, views (ds report's HTML page)
+//	            cmd/ds → export → viewer, views (ds export's formats)
 //	beside:     sources, cmd/ds → fleet → segments (NATS JetStream; views never import it)
 //	            textfmt (text for people) under everything, importing nothing
 //
@@ -42,6 +43,7 @@ var allowed = map[string][]string{
 	"viewer":      {"pkg/sources", "pkg/views", "pkg/segments", "pkg/fleet", "pkg/frames", "pkg/textfmt"},
 	"report":      {"pkg/viewer", "pkg/sources", "pkg/views", "pkg/segments", "pkg/frames", "pkg/textfmt"},
 	"play":        {},
+	"export":      {"pkg/viewer", "pkg/sources", "pkg/views", "pkg/segments", "pkg/frames", "pkg/textfmt"},
 }
 
 // forbiddenStd lists standard packages (and everything below them) a
@@ -61,6 +63,7 @@ var forbiddenStd = map[string][]string{
 	"sources":     {"os/exec", "flag"},
 	"viewer":      {"os/exec", "flag"},
 	"report":      {"os", "os/exec", "flag", "net"},
+	"export":      {"os", "os/exec", "flag", "net"},
 	"textfmt":     {"os", "flag", "net", "syscall"},
 	"play":        {"os", "os/exec", "flag", "net", "syscall"},
 }

@@ -163,6 +163,16 @@ var examples = map[string][]example{
 		{"ds report --max-size 2M -o small.html big.dss",
 			"Keep the page small: the log's start, end and error lines stay, and the ranges left out are named with the ds log command that prints them:"},
 	},
+	"export": {
+		{"ds export asciicast -o run.cast run.dss && asciinema play run.cast",
+			"Replay a command's terminal output at the speed it was written (asciicast v2, for asciinema and its web player):"},
+		{"ds export otlp run.dss > run.otlp.jsonl",
+			"OpenTelemetry logs, one OTLP/JSON request per line, for the collector's otlpjsonfile receiver:"},
+		{"ds export otlp run.dss | while read -r l; do curl -s \\\n    -H 'Content-Type: application/json' -d \"$l\" \\\n    http://otel:4318/v1/logs; done",
+			"Post each line to an OTLP/HTTP endpoint:"},
+		{"ds export csv -c proc.make.stderr run.dss > stderr.csv",
+			"One channel's lines as CSV (stream, position, channel, time, text) for a spreadsheet:"},
+	},
 	"trim": {
 		{"ds trim store/ --before 10000 --stream ci-7#1732953600123456789",
 			"Delete one stream's frames below position 10000 (positions are kept; views say \"trimmed\"):"},

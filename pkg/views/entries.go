@@ -25,7 +25,9 @@ const (
 	EntryRecord
 	// EntryBytes is any other frame: a Bytes channel's, a record that is
 	// not JSON, a frame of a channel without a descriptor (Channel ""),
-	// or a late or conflicting frame of a text channel (not joined).
+	// or a late or conflicting frame of a text channel (not joined);
+	// with LogOptions.JSONFrames, every frame of a text channel
+	// (Content KindTextStream).
 	EntryBytes
 	// EntryGap is positions Range.From..Range.To assigned but never
 	// stored.
@@ -64,10 +66,16 @@ type Entry struct {
 	// in ns since the Unix epoch (0: none yet), as --json's "time"; a
 	// note has one too (the time of where it is shown), which --json
 	// does not print.
-	TimeNS  int64
-	Payload []byte
-	Partial bool // EntryLine: printed without its newline
-	Late    bool // a frame that arrived after its stream went past it
+	TimeNS int64
+	// SteadyNS is TimeNS less the steps the stream's wall clock made
+	// before it (see ClockStep; 0 when TimeNS is): it moves as the
+	// monotonic clock does across a step, so the time between two
+	// entries of a stream, measured by it, is never made up by a clock
+	// that was set (ds log --time=delta measures so).
+	SteadyNS int64
+	Payload  []byte
+	Partial  bool // EntryLine: printed without its newline
+	Late     bool // a frame that arrived after its stream went past it
 	// Conflict is a frame refused: another payload was stored first.
 	Conflict bool
 	// Message is what ds log prints for a note after its columns
@@ -88,7 +96,7 @@ type Entry struct {
 // p.entries (see jsonFrame).
 func (p *Printer) entryFrame(st *streamInfo, ci *chanInfo, kind segments.ItemKind, f *frames.Frame) {
 	e := Entry{Kind: EntryBytes, Stream: st.desc.Stream, ChannelID: f.Channel, Position: f.Position, LastPosition: f.Position,
-		TimeNS: st.clock.ns, Payload: f.Payload, Late: kind == segments.ItemLate, Conflict: kind == segments.ItemConflict}
+		TimeNS: st.clock.ns, SteadyNS: st.clock.steady, Payload: f.Payload, Late: kind == segments.ItemLate, Conflict: kind == segments.ItemConflict}
 	if ci != nil {
 		e.Channel, e.Content = ci.name, ci.kind
 		if ci.kind == frames.KindJSONRecord && json.Valid(f.Payload) {
@@ -101,7 +109,7 @@ func (p *Printer) entryFrame(st *streamInfo, ci *chanInfo, kind segments.ItemKin
 // entryLine hands a text line to p.entries (see jsonText).
 func (p *Printer) entryLine(st *streamInfo, ci *chanInfo, sp lineSpan, line []byte) {
 	p.entries(&Entry{Kind: EntryLine, Stream: st.desc.Stream, Channel: ci.name, ChannelID: ci.id, Content: ci.kind,
-		Position: sp.pos, LastPosition: max(sp.last, sp.pos), TimeNS: p.clock.lineNS, Payload: line, Partial: !sp.nl})
+		Position: sp.pos, LastPosition: max(sp.last, sp.pos), TimeNS: p.clock.lineNS, SteadyNS: p.clock.lineSteady, Payload: line, Partial: !sp.nl})
 }
 
 // entryNote hands note e of stream st (nil: of an input) to p.entries,
@@ -110,6 +118,6 @@ func (p *Printer) entryNote(st *streamInfo, e Entry) {
 	if st != nil {
 		e.Stream = st.desc.Stream
 	}
-	e.TimeNS, e.Message = p.clock.lineNS, p.msg
+	e.TimeNS, e.SteadyNS, e.Message = p.clock.lineNS, p.clock.lineSteady, p.msg
 	p.entries(&e)
 }

@@ -140,3 +140,52 @@ func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// TestEntriesFramesAndSteadyTime checks LogOptions.JSONFrames with
+// Entries (one EntryBytes per frame of a text channel, unjoined, as
+// --json=frames prints them) and Entry.SteadyNS: the wall clock less its
+// steps, so that a clock set back 5 s does not make time run backwards.
+func TestEntriesFramesAndSteadyTime(t *testing.T) {
+	const t0 = int64(1_700_000_000_000_000_000)
+	clock := func(pos uint64, unix, mono int64) frames.Frame {
+		return on(3, pos, `{"unix_ns":`+itoa(unix)+`,"mono_ns":`+itoa(mono)+`}`)
+	}
+	fs := []frames.Frame{
+		clock(0, t0, 1e9),
+		on(2, 1, "hel"), on(2, 2, "lo\n"),
+		clock(3, t0+1e9, 2e9),
+		on(2, 4, "a"),
+		clock(5, t0-4e9, 3e9), // the wall clock set back 5 s while 1 s passed
+		on(2, 6, "b\n"),
+	}
+	type view struct {
+		Kind             EntryKind
+		Pos              frames.Position
+		Text             string
+		TimeNS, SteadyNS int64
+	}
+	var got []view
+	p := NewPrinter(&bytes.Buffer{}, LogOptions{JSONFrames: true, Entries: func(e *Entry) {
+		got = append(got, view{e.Kind, e.Position, string(e.Payload), e.TimeNS, e.SteadyNS})
+	}})
+	p.Stream(frames.StreamDescriptor{Stream: S})
+	p.Channel(frames.ChannelDescriptor{Stream: S, ID: 2, Name: "proc.x.stdout", Content: frames.TextStream()})
+	p.Channel(frames.ChannelDescriptor{Stream: S, ID: 3, Name: "datastream.clock", Content: frames.JSONRecord("datastream.clock")})
+	a := segments.NewAssembler(0, p.Item)
+	for _, f := range fs {
+		a.Add(S, f)
+	}
+	a.Flush()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := []view{
+		{EntryBytes, 1, "hel", t0, t0},
+		{EntryBytes, 2, "lo\n", t0, t0},
+		{EntryBytes, 4, "a", t0 + 1e9, t0 + 1e9},
+		{EntryBytes, 6, "b\n", t0 - 4e9, t0 + 2e9},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("entries (-want +got):\n%s", diff)
+	}
+}

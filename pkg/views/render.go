@@ -72,8 +72,10 @@ type LogOptions struct {
 	// Entries, if not nil, makes the printer write nothing: each object
 	// FormatJSON (one per text line) would print is handed to Entries as
 	// an [Entry] instead, in the same order ([Entry] has the rules);
-	// Format, JSONFrames, Color and Time are then ignored. ds report
-	// renders its HTML from them.
+	// Format, Color and Time are then ignored. With JSONFrames, each
+	// frame of a text channel is an EntryBytes of its own (as
+	// --json=frames prints it), not joined into lines. ds report renders
+	// its HTML from them, ds export its formats.
 	Entries func(*Entry)
 	// CatFrames, if not nil, makes FormatCat write nothing: each frame
 	// whose bytes it would write is handed to CatFrames instead, with
@@ -122,7 +124,7 @@ func NewPrinter(w io.Writer, opts LogOptions) *Printer {
 	sel := opts.Select
 	sel.Channels = append(slices.Clip(sel.Channels), opts.Channels...)
 	if opts.Entries != nil {
-		opts.Format, opts.JSONFrames, opts.Color, opts.Time = FormatJSON, false, false, TimeNone
+		opts.Format, opts.Color, opts.Time = FormatJSON, false, TimeNone
 	}
 	p := &Printer{
 		format:  opts.Format,
