@@ -3,6 +3,7 @@
 //	write path: proc, hostprobe → frames; cmd/ds → capture → segments → wireformat → frames
 //	read path:  cmd/ds → viewer → sources → segments; viewer → views → segments → catalogfile → wireformat → frames
 //	            cmd/ds → report → viewer, views (ds report's HTML page)
+//	            cmd/ds → diff → viewer, views (ds diff: two runs compared)
 //	beside:     sources, cmd/ds → fleet → segments (NATS JetStream; views never import it)
 //	            textfmt (text for people) under everything, importing nothing
 //
@@ -41,6 +42,7 @@ var allowed = map[string][]string{
 	"sources":     {"pkg/segments", "pkg/fleet", "pkg/textfmt", "pkg/wireformat", "pkg/frames", "github.com/nats-io/nats.go"},
 	"viewer":      {"pkg/sources", "pkg/views", "pkg/segments", "pkg/fleet", "pkg/frames", "pkg/textfmt"},
 	"report":      {"pkg/viewer", "pkg/sources", "pkg/views", "pkg/segments", "pkg/frames", "pkg/textfmt"},
+	"diff":        {"pkg/viewer", "pkg/sources", "pkg/views", "pkg/segments", "pkg/frames", "pkg/textfmt"},
 }
 
 // forbiddenStd lists standard packages (and everything below them) a
@@ -60,6 +62,7 @@ var forbiddenStd = map[string][]string{
 	"sources":     {"os/exec", "flag"},
 	"viewer":      {"os/exec", "flag"},
 	"report":      {"os", "os/exec", "flag", "net"},
+	"diff":        {"os", "os/exec", "flag", "net"},
 	"textfmt":     {"os", "flag", "net", "syscall"},
 }
 
