@@ -166,10 +166,32 @@ func Read(ctx context.Context, r *viewer.Inputs, name string, opts Options) (*Ru
 	if rd.over {
 		return nil, &LimitError{Input: name, Max: maxLines}
 	}
-	viewer.WarnSelection(r.Stderr, pl)
+	warnSelection(r.Stderr, pl, !rd.any)
 	views.WarnCopies(r.Stderr, views.CopyCounts(ll.A), "compared")
 	run.streams = ll.A.Streams()
 	return run, err
+}
+
+// warnSelection says on w which filters matched nothing (as
+// viewer.WarnSelection does), leaving out the text-channel filter that
+// Read adds itself when added is set.
+func warnSelection(w io.Writer, p *views.Printer, added bool) {
+	var u []string
+	for _, f := range p.Unmatched() {
+		if !added || f != "--content text" {
+			u = append(u, f)
+		}
+	}
+	if len(u) > 0 {
+		fmt.Fprintf(w, "ds: nothing in the inputs matches %s\n", strings.Join(u, ", "))
+	}
+	if st := p.Untimed(); len(st) > 0 {
+		names := make([]string, len(st))
+		for i, s := range st {
+			names[i] = s.String()
+		}
+		fmt.Fprintf(w, "ds: warning: --since/--until: %s has no clock records before its frames; not shown\n", strings.Join(names, ", "))
+	}
 }
 
 // tee feeds one input to the two printers: the lines', and the

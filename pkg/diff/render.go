@@ -230,6 +230,8 @@ func durString(ns int64) string {
 		d = d.Round(time.Millisecond)
 	case a >= time.Millisecond:
 		d = d.Round(10 * time.Microsecond)
+	case a >= time.Microsecond:
+		d = d.Round(time.Microsecond)
 	}
 	return d.String()
 }
