@@ -50,9 +50,10 @@ type differ struct {
 	a, b         []uint64
 	out          []Pair
 	approx       bool
-	patienceWork int   // line visits left to the patience passes
-	v1, v2       []int // Myers' V arrays, reused
-	uniq         map[uint64]*uniqueCount
+	patienceWork int              // line visits left to the patience passes
+	v1, v2       []int            // Myers' V arrays, reused
+	uniq         map[uint64]int32 // key → index in counts
+	counts       []uniqueCount
 }
 
 // diff matches a[alo:ahi] with b[blo:bhi], appending to d.out in order.
@@ -98,28 +99,30 @@ func (d *differ) anchors(alo, ahi, blo, bhi int) []Pair {
 	}
 	d.patienceWork -= size
 	if d.uniq == nil {
-		d.uniq = make(map[uint64]*uniqueCount)
+		d.uniq = make(map[uint64]int32)
 	}
 	m := d.uniq
 	clear(m)
+	d.counts = d.counts[:0]
 	for i := alo; i < ahi; i++ {
-		u := m[d.a[i]]
-		if u == nil {
-			u = &uniqueCount{}
-			m[d.a[i]] = u
+		k, ok := m[d.a[i]]
+		if !ok {
+			k = int32(len(d.counts))
+			d.counts = append(d.counts, uniqueCount{})
+			m[d.a[i]] = k
 		}
-		u.na++
-		u.ia = i
+		d.counts[k].na++
+		d.counts[k].ia = i
 	}
 	for j := blo; j < bhi; j++ {
-		if u := m[d.b[j]]; u != nil {
-			u.nb++
-			u.ib = j
+		if k, ok := m[d.b[j]]; ok {
+			d.counts[k].nb++
+			d.counts[k].ib = j
 		}
 	}
 	var cand []Pair
 	for i := alo; i < ahi; i++ {
-		if u := m[d.a[i]]; u.na == 1 && u.nb == 1 {
+		if u := &d.counts[m[d.a[i]]]; u.na == 1 && u.nb == 1 {
 			cand = append(cand, Pair{i, u.ib})
 		}
 	}
