@@ -106,8 +106,7 @@ const (
 )
 
 // HunkLine is a line of a hunk: A and B are its line numbers on each
-// side (1-based, among the lines compared; 0 on the side it is not in),
-// L the side's line.
+// side (1-based, among the lines selected; 0 on the side it is not in).
 type HunkLine struct {
 	Op   Op
 	A, B int

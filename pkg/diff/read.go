@@ -71,7 +71,6 @@ type Run struct {
 	chanIdx map[chanRef]uint32
 	losses  Losses
 	ignored int
-	// Approximate, Truncated: see Result.
 }
 
 // line is one line of a run.

@@ -18,13 +18,11 @@ import (
 
 // SGR styles of the text output with colour.
 const (
-	sgrBold   = "\x1b[1m"
-	sgrRed    = "\x1b[31m"
-	sgrGreen  = "\x1b[32m"
-	sgrCyan   = "\x1b[36m"
-	sgrDim    = "\x1b[2m"
-	sgrReset  = "\x1b[0m"
-	timingSep = "  "
+	sgrBold  = "\x1b[1m"
+	sgrRed   = "\x1b[31m"
+	sgrGreen = "\x1b[32m"
+	sgrCyan  = "\x1b[36m"
+	sgrReset = "\x1b[0m"
 )
 
 // textWriter is the text output being written: w, and whether it is
@@ -531,14 +529,6 @@ type jsonLine struct {
 	UTF8      *bool  `json:"utf8,omitempty"`
 	BytesB64  string `json:"bytes_b64,omitempty"`
 	Truncated *int   `json:"more_bytes,omitempty"`
-}
-
-type jsonHunk struct {
-	AStart int        `json:"a_start"`
-	ALines int        `json:"a_lines"`
-	BStart int        `json:"b_start"`
-	BLines int        `json:"b_lines"`
-	Lines  []jsonLine `json:"lines"`
 }
 
 type jsonTiming struct {
