@@ -4,6 +4,7 @@
 //	read path:  cmd/ds → viewer → sources → segments; viewer → views → segments → catalogfile → wireformat → frames
 //	            cmd/ds → report → viewer, views (ds report's HTML page)
 //	            cmd/ds → export → viewer, views (ds export's formats)
+//	            cmd/ds → diff → viewer, views (ds diff: two runs compared)
 //	beside:     sources, cmd/ds → fleet → segments (NATS JetStream; views never import it)
 //	            textfmt (text for people) under everything, importing nothing
 //
@@ -44,6 +45,7 @@ var allowed = map[string][]string{
 	"report":      {"pkg/viewer", "pkg/sources", "pkg/views", "pkg/segments", "pkg/frames", "pkg/textfmt"},
 	"play":        {},
 	"export":      {"pkg/viewer", "pkg/sources", "pkg/views", "pkg/segments", "pkg/frames", "pkg/textfmt"},
+	"diff":        {"pkg/viewer", "pkg/sources", "pkg/views", "pkg/segments", "pkg/frames", "pkg/textfmt"},
 }
 
 // forbiddenStd lists standard packages (and everything below them) a
@@ -64,6 +66,7 @@ var forbiddenStd = map[string][]string{
 	"viewer":      {"os/exec", "flag"},
 	"report":      {"os", "os/exec", "flag", "net"},
 	"export":      {"os", "os/exec", "flag", "net"},
+	"diff":        {"os", "os/exec", "flag", "net"},
 	"textfmt":     {"os", "flag", "net", "syscall"},
 	"play":        {"os", "os/exec", "flag", "net", "syscall"},
 }

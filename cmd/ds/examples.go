@@ -155,6 +155,14 @@ var examples = map[string][]example{
 		{"ds ingest --idle 5s --durable nightly store/ nats://nats.lab:4222/ds",
 			"Store what consumer nightly has not stored yet, then stop after 5 s without a message:"},
 	},
+	"diff": {
+		{"ds diff good.dss bad.dss",
+			"What changed between two runs of a job: lines only in one (numbers, ids, times and temporary paths masked), the steps that got slower, exit status and resource use side by side; exit 1 when they differ:"},
+		{"ds diff -U 0 -I '^DEBUG.*' -c proc.make.stderr good.dss bad.dss",
+			"Compare only stderr, leaving out debug lines, without context:"},
+		{"ds diff --json good.dss bad.dss | jq '.timings[0]'",
+			"The step whose time changed most, as JSON:"},
+	},
 	"report": {
 		{"ds report -o run.html run.dss",
 			"Write one self-contained HTML page of a capture (summary, host charts, the log, search), to open in a browser over file://:"},

@@ -55,6 +55,16 @@ type statusError struct{ code int }
 
 func (e *statusError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
+// codedError is an error printed as any other, with an exit status of
+// its command's own (ds diff's 2 for trouble, as diff(1)).
+type codedError struct {
+	err  error
+	code int
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+
 // exitCode maps an action's error to the process exit status and prints it
 // once, as "ds: <err>" on stderr. It is the only place that does either.
 func exitCode(err error, stderr io.Writer) int {
@@ -68,6 +78,11 @@ func exitCode(err error, stderr io.Writer) int {
 	var se *sources.StatusError // the worst outcome of the inputs, reported
 	if errors.As(err, &se) {
 		return map[sources.Status]int{sources.Failed: exitFailure, sources.NotCapture: exitUsage, sources.Damaged: exitCorrupt}[se.Status]
+	}
+	var cd *codedError
+	if errors.As(err, &cd) {
+		fmt.Fprintf(stderr, "ds: %v\n", err)
+		return cd.code
 	}
 	var we *wrapError
 	if errors.As(err, &we) {

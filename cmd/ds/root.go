@@ -47,7 +47,8 @@ EXIT STATUS
    4  the inputs read fine but show a loss or a conflict (ds gaps --check;
       damage, 3, wins over it)
 ds wrap exits with its command's status instead (125: ds wrap's own
-failure).`
+failure). ds diff exits as diff(1) does: 0 same, 1 different, 2 trouble
+(usage, an input that cannot be read); 3 damaged input, over 1.`
 
 // helpWidth is the width, in runes, that every help screen fits.
 const helpWidth = 80
