@@ -71,7 +71,8 @@ printed with "(interrupted)", the server shuts down, exit 0.
 
 Exit status: 0 when interrupted, 1 on an error (the address is in use,
 the store cannot be written, another ds collect runs on it), 2 on a bad
-command line, 3 when a message was damaged.`,
+command line, 3 when a message was damaged or held a segment of another
+stream than its subject names (skipped, and named on stderr).`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: fleet.DefaultListen, Usage: "take NATS clients on `HOST:PORT` (port 0: a free one)"},
 			&cli.StringFlag{Name: "prefix", Value: fleet.DefaultPrefix, Usage: "store what is published under subject prefix `P` (nats://HOST:PORT/P)"},

@@ -267,7 +267,7 @@ func TestBashCompletion(t *testing.T) {
 		{line: "ds log --time =", want: "wall utc since-start delta unix", exact: true},
 		{line: "ds log --time = d", want: "delta", exact: true},
 		{line: "ds tail --time = s", want: "since-start", exact: true},
-		{line: "ds log --json = ", want: "frames", exact: true},
+		{line: "ds log --json = ", want: "frames pretty frames,pretty", exact: true},
 		{line: "ds log --time ", want: ""}, // the next word is an input
 		{line: "ds wrap --compress = n", want: "none", exact: true},
 		{line: "ds wrap --origin = B", want: "Bootstrap", exact: true},

@@ -101,7 +101,9 @@ Exit status: 0 when every input was stored (or - or a nats:// input was
 interrupted, or idle), 130 when an interruption left inputs not stored
 whole, 1 on an error (an input or the store could not be read or
 written, a catalog conflict, a server not reached), 2 on a bad command
-line or an input that is no DSS capture, 3 when an input was damaged, 4
+line or an input that is no DSS capture, 3 when an input was damaged (a
+nats:// message too, or one holding a segment of another stream than its
+subject names: that segment is skipped and named on stderr), 4
 when everything was stored but conflicting copies were refused (a
 different payload for a position already stored: the first is kept, and
 named on stderr; the store keeps no trace of the refused copy).`,

@@ -146,7 +146,9 @@ func (r *natsReport) finish(ctx context.Context, stats fleet.IngestStats, err er
 		}
 		fmt.Fprintln(r.stdout, line)
 	}
-	if stats.Damaged > 0 {
+	if stats.Damaged > 0 || stats.Forged > 0 {
+		// A segment skipped for holding another stream than its
+		// subject's is damage to the readers of nats:// too.
 		return &statusError{code: exitCorrupt}
 	}
 	return nil

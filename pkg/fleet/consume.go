@@ -67,6 +67,7 @@ type IngestStats struct {
 	Trimmed    uint64 // streams whose head the server had removed: their trim horizon was set
 	Damaged    uint64 // batches with damaged ranges
 	Refused    uint64 // batches with streams refused for a catalog conflict (told to Warn, acknowledged)
+	Forged     uint64 // messages with a segment of another stream than their subject's, skipped (told to Warn, acknowledged)
 }
 
 // Ingest runs the durable pull consumer o.Durable on the stream that takes
@@ -153,6 +154,7 @@ func Ingest(ctx context.Context, nc *nats.Conn, t Target, st *segments.Store, o 
 				keep, err := checkSubject(t, m)
 				if err != nil {
 					warn(err) // acknowledged below, never stored
+					stats.Forged++
 				}
 				data = append(data, keep...)
 			}
