@@ -41,6 +41,7 @@ var allowed = map[string][]string{
 	"sources":     {"pkg/segments", "pkg/fleet", "pkg/textfmt", "pkg/wireformat", "pkg/frames", "github.com/nats-io/nats.go"},
 	"viewer":      {"pkg/sources", "pkg/views", "pkg/segments", "pkg/fleet", "pkg/frames", "pkg/textfmt"},
 	"report":      {"pkg/viewer", "pkg/sources", "pkg/views", "pkg/segments", "pkg/frames", "pkg/textfmt"},
+	"plot":        {"pkg/views", "pkg/frames", "pkg/textfmt"},
 }
 
 // forbiddenStd lists standard packages (and everything below them) a
@@ -60,6 +61,7 @@ var forbiddenStd = map[string][]string{
 	"sources":     {"os/exec", "flag"},
 	"viewer":      {"os/exec", "flag"},
 	"report":      {"os", "os/exec", "flag", "net"},
+	"plot":        {"os", "os/exec", "flag", "net", "syscall"},
 	"textfmt":     {"os", "flag", "net", "syscall"},
 }
 

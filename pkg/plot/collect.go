@@ -13,7 +13,8 @@ import (
 // SeriesOptions.Points) into a [Chart]: one series per field of each
 // channel of each stream, and per element of an array field (by index:
 // "gpus.#.utilization_gpu_percent[1]"). A null, missing or non-numeric
-// value is NaN: a break in the line. It holds every point it is given
+// value is NaN: a break in the line, and so is a loss of frames in the
+// stream since the channel's previous row (SeriesPoint.Resumed). It holds every point it is given
 // (16 bytes each); drawing them is a pass over each. Not safe for
 // concurrent use.
 type Collector struct {
@@ -61,6 +62,14 @@ func (c *Collector) Point(p views.SeriesPoint) {
 		c.untimed++
 	} else {
 		c.timed = true
+	}
+	if p.Resumed {
+		// Frames were lost since the previous row: the lines break.
+		for _, l := range c.lines {
+			if l.key.stream == p.Stream && l.key.channel == p.Channel {
+				c.add(l.key, p.TimeNS, views.SeriesValue{})
+			}
+		}
 	}
 	for i, v := range p.Values {
 		if !v.IsArray {

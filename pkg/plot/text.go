@@ -90,6 +90,9 @@ func AppendText(b []byte, c Chart, o TextOptions) []byte {
 		b = append(b, ' ')
 		b = append(b, tick...)
 		b = cv.appendRow(b, r, o.Color)
+		for len(b) > 0 && b[len(b)-1] == ' ' {
+			b = b[:len(b)-1]
+		}
 		b = append(b, '\n')
 	}
 	b = append(b, strings.Repeat(" ", lw+1)...)

@@ -97,6 +97,9 @@ type SeriesPoint struct {
 	// none (before the first clock reading, or a late frame).
 	TimeNS int64
 	Late   bool
+	// Resumed says the stream lost frames (a gap, or submissions
+	// dropped) since the channel's previous row: a chart breaks its line.
+	Resumed bool
 	// Values holds one value per field, in the order of
 	// [SeriesOptions].Fields (with Rate, the rates).
 	Values []SeriesValue
@@ -400,6 +403,10 @@ func (s *Series) row(vs *viewStream, ch *viewChannel, late bool, f *frames.Frame
 	}
 	if s.opts.Points != nil {
 		p := SeriesPoint{Stream: vs.id, Channel: ch.desc.Name, Position: f.Position, TimeNS: timeNS, Late: late, Values: make([]SeriesValue, len(vals))}
+		if !late {
+			p.Resumed = ch.pointSeen && ch.pointGen != vs.gen
+			ch.pointSeen, ch.pointGen = true, vs.gen
+		}
 		for i, v := range vals {
 			if rates != nil {
 				p.Values[i] = rates[i].value()
@@ -775,6 +782,10 @@ type viewChannel struct {
 	desc  frames.ChannelDescriptor
 	match bool
 	prev  seriesPrev  // series
+	// pointGen is the stream's gen at the channel's previous point
+	// (SeriesOptions.Points), pointSeen whether there was one.
+	pointGen  uint64
+	pointSeen bool
 	last  latestFrame // latest
 }
 

@@ -671,6 +671,19 @@ func TestSeriesPoints(t *testing.T) {
 		t.Errorf("rate points %+v, want null then 200", got)
 	}
 
+	// A gap before a row: Resumed.
+	got = nil
+	runSeries(t, SeriesOptions{Channels: srChan("host.resource"), Fields: []string{"v"}, Points: func(p SeriesPoint) { got = append(got, p) }}, []srEv{
+		{srA, 1, 0, `{"v":1}`}, {srA, 1, 1, `{"v":2}`}, {srA, 1, 3, `{"v":3}`}, {srA, 1, 4, `{"v":4}`},
+	})
+	var resumed []bool
+	for _, p := range got {
+		resumed = append(resumed, p.Resumed)
+	}
+	if d := cmp.Diff([]bool{false, false, true, false}, resumed); d != "" {
+		t.Errorf("Resumed (-want +got):\n%s", d)
+	}
+
 	if _, err := NewSeries(io.Discard, SeriesOptions{Channels: srChan("x"), Points: func(SeriesPoint) {}}); err == nil {
 		t.Error("Points without fields: no error")
 	}
