@@ -781,12 +781,12 @@ type viewStream struct {
 type viewChannel struct {
 	desc  frames.ChannelDescriptor
 	match bool
-	prev  seriesPrev  // series
+	prev  seriesPrev // series
 	// pointGen is the stream's gen at the channel's previous point
 	// (SeriesOptions.Points), pointSeen whether there was one.
 	pointGen  uint64
 	pointSeen bool
-	last  latestFrame // latest
+	last      latestFrame // latest
 }
 
 func newViewCatalog(filters []frames.ChannelFilter, hideOwn bool) viewCatalog {
