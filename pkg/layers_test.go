@@ -42,6 +42,7 @@ var allowed = map[string][]string{
 	"viewer":      {"pkg/sources", "pkg/views", "pkg/segments", "pkg/fleet", "pkg/frames", "pkg/textfmt"},
 	"report":      {"pkg/viewer", "pkg/sources", "pkg/views", "pkg/segments", "pkg/frames", "pkg/textfmt"},
 	"plot":        {"pkg/views", "pkg/frames", "pkg/textfmt"},
+	"top":         {"pkg/plot", "pkg/segments", "pkg/frames", "pkg/textfmt"},
 }
 
 // forbiddenStd lists standard packages (and everything below them) a
@@ -62,6 +63,7 @@ var forbiddenStd = map[string][]string{
 	"viewer":      {"os/exec", "flag"},
 	"report":      {"os", "os/exec", "flag", "net"},
 	"plot":        {"os", "os/exec", "flag", "net", "syscall"},
+	"top":         {"os", "os/exec", "flag", "net", "syscall"},
 	"textfmt":     {"os", "flag", "net", "syscall"},
 }
 
