@@ -31,13 +31,14 @@ type Model struct {
 	mu      sync.Mutex
 	opts    Options
 	chans   map[chanKey]*channel
-	hosts   map[frames.StreamID]*host
+	hosts   map[frames.NodeID]*host
 	order   []*host // hosts in the order first seen
 	procs   []*proc
 	lines   []Line // the last text lines, oldest first
 	streams map[frames.StreamID]bool
+	nodes   map[frames.NodeID]bool
 	ended   map[frames.StreamID]bool
-	frames  uint64
+	frames  uint64 // frames of channels but the writer's own (datastream.*)
 	damaged int
 }
 
@@ -73,9 +74,10 @@ type Line struct {
 	Text    string
 }
 
-// host is the host state of one stream.
+// host is the host state of one node: its samples, whichever stream
+// (life) of the node recorded them (a restarted ds host goes on).
 type host struct {
-	id                        frames.StreamID
+	node                      frames.NodeID
 	cpu                       *cpuSample
 	mem                       *memSample
 	net                       *netSample
@@ -168,8 +170,9 @@ func New(opts Options) *Model {
 	return &Model{
 		opts:    opts,
 		chans:   make(map[chanKey]*channel),
-		hosts:   make(map[frames.StreamID]*host),
+		hosts:   make(map[frames.NodeID]*host),
 		streams: make(map[frames.StreamID]bool),
+		nodes:   make(map[frames.NodeID]bool),
 		ended:   make(map[frames.StreamID]bool),
 	}
 }
@@ -179,6 +182,7 @@ func (m *Model) Header(h segments.SegmentHeader) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.streams[h.Stream.Stream] = true
+	m.nodes[h.Stream.Stream.Node] = true
 	for _, d := range h.Channels {
 		m.channelLocked(d)
 	}
@@ -197,6 +201,7 @@ func (m *Model) channelLocked(d frames.ChannelDescriptor) {
 		return
 	}
 	m.streams[d.Stream] = true
+	m.nodes[d.Stream.Node] = true
 	ch := &channel{desc: d}
 	switch {
 	case d.Name == "host.cpu":
@@ -222,11 +227,11 @@ func (m *Model) channelLocked(d frames.ChannelDescriptor) {
 func (m *Model) Frame(s frames.StreamID, f frames.Frame) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.frames++
 	ch := m.chans[chanKey{s, f.Channel}]
-	if ch == nil {
+	if ch == nil || strings.HasPrefix(ch.desc.Name, "datastream.") {
 		return
 	}
+	m.frames++
 	switch ch.kind {
 	case kindText:
 		m.text(ch, f.Payload)
@@ -295,10 +300,10 @@ func (m *Model) line(ch *channel, b []byte) {
 
 // hostRecord takes a host sample of stream s.
 func (m *Model) hostRecord(s frames.StreamID, kind uint8, payload []byte) {
-	h := m.hosts[s]
+	h := m.hosts[s.Node]
 	if h == nil {
-		h = &host{id: s}
-		m.hosts[s] = h
+		h = &host{node: s.Node}
+		m.hosts[s.Node] = h
 		m.order = append(m.order, h)
 	}
 	var ms *float64

@@ -3,6 +3,7 @@ package top
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -55,7 +56,7 @@ func (m *Model) Render(opts RenderOptions) string {
 	for _, h := range m.order {
 		var ls []string
 		if multi {
-			ls = append(ls, r.rule("── "+textfmt.Escape(h.id.String())+" "))
+			ls = append(ls, r.rule("── "+textfmt.Escape(string(h.node))+" "))
 		}
 		ls = append(ls, r.cpuLine(h)...)
 		cores = append(cores, r.coreRows(h))
@@ -66,13 +67,16 @@ func (m *Model) Render(opts RenderOptions) string {
 	}
 	var procs []string
 	for _, p := range m.procs {
+		if p.state == "declared" {
+			continue // no event yet
+		}
 		procs = append(procs, r.procLine(p, len(m.streams) > 1))
 	}
 	fixed := len(head) + len(procs)
 	for _, ls := range top {
 		fixed += len(ls)
 	}
-	if len(m.order) == 0 && len(m.lines) == 0 && len(m.procs) == 0 {
+	if len(m.order) == 0 && len(m.lines) == 0 && len(procs) == 0 {
 		head = append(head, "waiting for host samples or text lines…")
 		fixed++
 	}
@@ -112,7 +116,7 @@ func (m *Model) Render(opts RenderOptions) string {
 	if nlines > 0 && len(m.lines) > 0 {
 		out = append(out, r.rule("── last lines "))
 		for _, l := range m.lines[max(len(m.lines)-nlines, 0):] {
-			out = append(out, r.textLine(l, len(m.streams) > 1))
+			out = append(out, r.textLine(l, len(m.nodes) > 1))
 		}
 	}
 	if opts.Height > 0 && len(out) > opts.Height {
@@ -137,7 +141,7 @@ func (m *Model) header(r *renderer, status string) string {
 		latest = max(latest, h.lastMS)
 	}
 	if len(m.order) == 1 {
-		s += "  " + textfmt.Escape(m.order[0].id.String())
+		s += "  " + textfmt.Escape(string(m.order[0].node))
 	}
 	if latest > 0 {
 		s += "  " + time.UnixMilli(int64(latest)).In(r.loc).Format("2006-01-02 15:04:05")
@@ -404,12 +408,12 @@ func (r *renderer) textLine(l Line, multi bool) string {
 	return s
 }
 
-// pct is a percentage, "–" for none.
+// pct is a percentage to one decimal, "–" for none.
 func pct(v *float64) string {
 	if v == nil {
 		return "–"
 	}
-	return plot.FormatValue(*v, "%")
+	return strconv.FormatFloat(*v, 'f', 1, 64) + "%"
 }
 
 // num is a number, "–" for none.

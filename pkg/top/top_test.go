@@ -220,3 +220,18 @@ func TestRunTTY(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A host is shown by node: a restarted ds host (another life) goes on
+// in the same panel, its history kept.
+func TestHostByNode(t *testing.T) {
+	m := New(Options{})
+	feed(m, frames.StreamID{Node: "n1", Life: 1}, 1, cpu(t0ms, 10), 1, cpu(t0ms+1000, 20))
+	feed(m, frames.StreamID{Node: "n1", Life: 2}, 1, cpu(t0ms+5000, 90))
+	f := m.Render(RenderOptions{Width: 120})
+	if strings.Count(f, "CPU ") != 1 || !strings.Contains(f, " 90.0% ") || !strings.Contains(f, "2 streams, 3 frames") {
+		t.Errorf("two lives of one node:\n%s", f)
+	}
+	if !strings.Contains(f, "▂▂▇") {
+		t.Errorf("the history does not go on across lives:\n%s", f)
+	}
+}
