@@ -66,11 +66,15 @@ func (m *Model) Render(opts RenderOptions) string {
 		top = append(top, ls)
 	}
 	var procs []string
+	labels := make(map[string]int)
+	for _, p := range m.procs {
+		labels[p.label]++
+	}
 	for _, p := range m.procs {
 		if p.state == "declared" {
 			continue // no event yet
 		}
-		procs = append(procs, r.procLine(p, len(m.streams) > 1))
+		procs = append(procs, r.procLine(p, labels[p.label] > 1))
 	}
 	fixed := len(head) + len(procs)
 	for _, ls := range top {
@@ -124,7 +128,7 @@ func (m *Model) Render(opts RenderOptions) string {
 	}
 	var b strings.Builder
 	for _, l := range out {
-		b.WriteString(l)
+		b.WriteString(strings.TrimRight(l, " "))
 		b.WriteByte('\n')
 	}
 	return b.String()
@@ -365,6 +369,8 @@ func (r *renderer) gpuLines(h *host) []string {
 	return out
 }
 
+// procLine is a process's state; with multi (another process has its
+// label), its stream too.
 func (r *renderer) procLine(p *proc, multi bool) string {
 	s := "PROC  " + textfmt.Escape(p.label)
 	if multi {
