@@ -3,6 +3,7 @@
 //	write path: proc, hostprobe → frames; cmd/ds → capture → segments → wireformat → frames
 //	read path:  cmd/ds → viewer → sources → segments; viewer → views → segments → catalogfile → wireformat → frames
 //	            cmd/ds → report → viewer, views (ds report's HTML page)
+//	            cmd/ds → plot → views (charts); cmd/ds → top → plot, segments (ds top)
 //	beside:     sources, cmd/ds → fleet → segments (NATS JetStream; views never import it)
 //	            textfmt (text for people) under everything, importing nothing
 //
