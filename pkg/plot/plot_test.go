@@ -347,3 +347,25 @@ func TestCollector(t *testing.T) {
 		t.Errorf("chart without times %+v", ch)
 	}
 }
+
+// A row after lost frames (SeriesPoint.Resumed) breaks the lines of its
+// channel and stream only.
+func TestCollectorResumed(t *testing.T) {
+	a := frames.StreamID{Node: "n1", Life: 1}
+	b := frames.StreamID{Node: "n2", Life: 1}
+	num := func(v float64) []views.SeriesValue { return []views.SeriesValue{{Num: v, OK: true}} }
+	c := NewCollector([]string{"v"}, false)
+	c.Point(views.SeriesPoint{Stream: a, Channel: "c", TimeNS: t0, Values: num(1)})
+	c.Point(views.SeriesPoint{Stream: b, Channel: "c", TimeNS: t0, Values: num(5)})
+	c.Point(views.SeriesPoint{Stream: a, Channel: "c", TimeNS: t0 + 1e9, Resumed: true, Values: num(2)})
+	ch := c.Chart("c")
+	if v := ch.Series[0].Values; len(v) != 3 || !math.IsNaN(v[1]) || v[2] != 2 {
+		t.Errorf("a's values %v, want [1 NaN 2]", v)
+	}
+	if v := ch.Series[1].Values; len(v) != 1 {
+		t.Errorf("b's values %v, want [5]", v)
+	}
+	if bs := Buckets(ch.Series[0], t0, t0+1e9, 2); bs[1].Joined {
+		t.Error("the line goes on across the loss")
+	}
+}
