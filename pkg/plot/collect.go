@@ -15,7 +15,7 @@ import (
 // "gpus.#.utilization_gpu_percent[1]"). A null, missing or non-numeric
 // value is NaN: a break in the line, and so is a loss of frames in the
 // stream since the channel's previous row (SeriesPoint.Resumed). It holds every point it is given
-// (16 bytes each); drawing them is a pass over each. Not safe for
+// (16 bytes each: a time or row number, a value); drawing them is a pass over each. Not safe for
 // concurrent use.
 type Collector struct {
 	fields  []string
@@ -29,14 +29,12 @@ type Collector struct {
 	chans   map[string]bool
 }
 
-// collected is one series being collected: its points with their time
-// and their row number.
+// collected is one series being collected: its points, each x its time
+// (> 0), or -(row+1) for a row without one (its row number, from 0).
 type collected struct {
-	key   lineKey
-	t     []int64
-	row   []int64
-	v     []float64
-	timed int // points with a time
+	key lineKey
+	x   []int64
+	v   []float64
 }
 
 type lineKey struct {
@@ -93,8 +91,10 @@ func (c *Collector) add(k lineKey, t int64, v views.SeriesValue) {
 	if v.OK && !v.IsArray {
 		x = v.Num
 	}
-	l.t = append(l.t, t)
-	l.row = append(l.row, c.rows-1)
+	if t <= 0 {
+		t = -c.rows // -(row+1)
+	}
+	l.x = append(l.x, t)
 	l.v = append(l.v, x)
 }
 
@@ -130,15 +130,14 @@ func (c *Collector) Chart(title string) Chart {
 	ch.Unit = unit
 	for _, l := range c.lines {
 		s := Series{Label: c.label(l.key)}
-		for i := range l.v {
+		for i, x := range l.x {
 			switch {
 			case ch.IndexX:
-				s.X = append(s.X, l.row[i])
-			case l.t[i] == 0:
+				x = -x - 1
+			case x < 0:
 				continue
-			default:
-				s.X = append(s.X, l.t[i])
 			}
+			s.X = append(s.X, x)
 			s.Values = append(s.Values, l.v[i])
 		}
 		ch.Series = append(ch.Series, s)

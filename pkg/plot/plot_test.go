@@ -369,3 +369,22 @@ func TestCollectorResumed(t *testing.T) {
 		t.Error("the line goes on across the loss")
 	}
 }
+
+// BenchmarkAppendText draws a chart of a million points (one pass over
+// them, to buckets, then the cells).
+func BenchmarkAppendText(b *testing.B) {
+	c := Chart{Title: "big", Series: []Series{bigSeries(1e6)}}
+	b.ReportAllocs()
+	for b.Loop() {
+		AppendText(nil, c, TextOptions{Width: 120, Height: 40})
+	}
+}
+
+// BenchmarkAppendSVG writes the SVG of a million points.
+func BenchmarkAppendSVG(b *testing.B) {
+	c := Chart{Title: "big", Series: []Series{bigSeries(1e6)}}
+	b.ReportAllocs()
+	for b.Loop() {
+		AppendSVG(nil, c, SVGOptions{})
+	}
+}
