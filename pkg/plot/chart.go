@@ -26,6 +26,10 @@ type Chart struct {
 	Series      []Series
 	// IndexX says X holds sample numbers, not times.
 	IndexX bool
+	// XMin and XMax fix the x axis (a run's time axis, shared by several
+	// charts) when XMax > XMin; otherwise it spans the points. Points
+	// outside it are not drawn.
+	XMin, XMax int64
 }
 
 // Bucket is one column of a drawing: the points of a series whose x
@@ -81,9 +85,13 @@ func Buckets(s Series, x0, x1 int64, n int) []Bucket {
 	return out
 }
 
-// xRange returns the smallest and largest x of the chart's points
-// (those with a value or not), and false when it has none.
+// xRange returns the x axis: XMin and XMax when set, else the smallest
+// and largest x of the chart's points (those with a value or not), and
+// false when it has none.
 func (c *Chart) xRange() (lo, hi int64, ok bool) {
+	if c.XMax > c.XMin {
+		return c.XMin, c.XMax, true
+	}
 	for _, s := range c.Series {
 		for i, x := range s.X {
 			if i >= len(s.Values) {

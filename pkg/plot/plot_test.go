@@ -258,6 +258,17 @@ func TestAppendSVG(t *testing.T) {
 		t.Errorf("a million points drew %d vertices, want 1..%d", n, 4*700)
 	}
 
+	// A fixed x axis: the labels span it, points outside are not drawn.
+	fixed := testChart()
+	fixed.XMin, fixed.XMax = t0+30e9, t0+90e9
+	doc = parseSVG(t, AppendSVG(nil, fixed, SVGOptions{}))
+	if x := doc.group("x-axis").Texts; x[0] != "08:00:30" || x[4] != "08:01:30" {
+		t.Errorf("fixed x labels %q", x)
+	}
+	if n := len(strings.Fields(doc.group("series").Lines[0].Points)); n != 31 {
+		t.Errorf("fixed axis: %d points of series 0, want 31", n)
+	}
+
 	// No values.
 	none := parseSVG(t, AppendSVG(nil, Chart{Title: "none"}, SVGOptions{}))
 	if len(none.group("series").Lines) != 0 {
