@@ -5,6 +5,7 @@
 //	            cmd/ds → report → viewer, views (ds report's HTML page)
 //	            cmd/ds → export → viewer, views (ds export's formats)
 //	            cmd/ds → diff → viewer, views (ds diff: two runs compared)
+//	            cmd/ds → plot → views (charts); cmd/ds → top → plot, segments (ds top)
 //	beside:     sources, cmd/ds → fleet → segments (NATS JetStream; views never import it)
 //	            textfmt (text for people) under everything, importing nothing
 //
@@ -46,6 +47,8 @@ var allowed = map[string][]string{
 	"play":        {},
 	"export":      {"pkg/viewer", "pkg/sources", "pkg/views", "pkg/segments", "pkg/frames", "pkg/textfmt"},
 	"diff":        {"pkg/viewer", "pkg/sources", "pkg/views", "pkg/segments", "pkg/frames", "pkg/textfmt"},
+	"plot":        {"pkg/views", "pkg/frames", "pkg/textfmt"},
+	"top":         {"pkg/plot", "pkg/segments", "pkg/frames", "pkg/textfmt"},
 }
 
 // forbiddenStd lists standard packages (and everything below them) a
@@ -67,6 +70,8 @@ var forbiddenStd = map[string][]string{
 	"report":      {"os", "os/exec", "flag", "net"},
 	"export":      {"os", "os/exec", "flag", "net"},
 	"diff":        {"os", "os/exec", "flag", "net"},
+	"plot":        {"os", "os/exec", "flag", "net", "syscall"},
+	"top":         {"os", "os/exec", "flag", "net", "syscall"},
 	"textfmt":     {"os", "flag", "net", "syscall"},
 	"play":        {"os", "os/exec", "flag", "net", "syscall"},
 }

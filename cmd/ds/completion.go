@@ -150,6 +150,7 @@ var flagChoices = map[string][]string{
 	"origin":         {"RemoteNode", "Orchestrator", "Bootstrap"},
 	"content":        {"text", "json", "bytes"},
 	"format":         {"json", "csv", "tsv"},
+	"series.format":  {"json", "csv", "tsv", "svg"},
 	"color":          {"auto", "always", "never"},
 	"time":           {"wall", "utc", "since-start", "delta", "unix"},
 	"json":           {"frames", "pretty", "frames,pretty"},

@@ -120,6 +120,18 @@ var examples = map[string][]example{
 			"The increase per second of a cumulative counter of your own records:"},
 		{"ds series host.cpu --field host.total_percent -o tsv run.dss",
 			"CPU use over time, tab-separated, for a plotting tool:"},
+		{"ds series host.cpu --plot -f host.total_percent \\\n  -f host.iowait_percent run.dss",
+			"Draw CPU use over time in the terminal, at its size, two lines in one chart:"},
+		{"ds series host.gpu -o svg -f 'gpus.#.utilization_gpu_percent' \\\n  run.dss > gpu.svg",
+			"Chart every GPU's utilization as an SVG image, one line per GPU:"},
+	},
+	"top": {
+		{"ds host -o - | ds top -",
+			"Watch this host live: CPU per core, memory, network rates and GPUs, redrawn every second (q quits):"},
+		{"ds top train.dss",
+			"Follow a capture as ds wrap --host writes it: the host panels, the process and its last output lines:"},
+		{"ds top --once run.dss",
+			"One plain snapshot of a capture's last state, for a script or a CI log:"},
 	},
 	"latest": {
 		{"ds latest host.gpu run.dss",

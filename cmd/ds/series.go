@@ -19,7 +19,7 @@ func seriesCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "series",
 		Usage:     "print a JSON record channel as a time series",
-		UsageText: "ds series CHANNEL [--field PATH]… [-o json|csv|tsv] [--rate] INPUT…",
+		UsageText: "ds series CHANNEL [--field PATH]… [-o json|csv|tsv|svg] [--plot] [--rate] INPUT…",
 		Description: `Prints one row per frame of CHANNEL (an exact name, or a prefix ending in
 .*) whose payload is JSON: a JsonRecord channel, or any channel whose
 frames are JSON values. Rows come in position order per stream; each has
@@ -78,6 +78,24 @@ resets and new interface incarnations handled) and the time each was
 read (sample_unix_ms): prefer them to --rate, whose time is the writer's
 clock, at most one flush interval late.
 
+--plot draws the fields instead, as a line chart for a terminal: one
+chart of every field (each element of an array field, each channel and
+each stream its own line, named in the legend), in braille dots (2×4
+per cell), its y axis labelled with its top, middle and bottom values
+(with their unit when the field names say it: _percent, _bytes,
+_bytes_per_s, _mib, _c, _w, _ms), its x axis with times (local time;
+sample numbers when no row has a time: rows without a time are left
+out, and counted on stderr, when some have one). It is --width columns
+wide and --height lines high: by default the terminal's size (stdout's),
+80×24 when stdout is no terminal. Each column shows the smallest and the
+largest value of the rows that fall in it, so any number of rows draws
+in one pass; a null or missing value breaks the line (it is no zero).
+The lines are coloured as --color says (auto: on a terminal, unless
+NO_COLOR is set). -o svg writes the same chart as a standalone SVG
+image (--width×--height px, by default 800×300): one polyline per
+unbroken run of each line, axes, labels and legend, every name escaped.
+Both need --field.
+
 Frames of CHANNEL that are not JSON are skipped and counted: one warning
 per channel on stderr at the end. A CHANNEL that matches no channel of
 the inputs is an error (exit status 1), reported with the channels there
@@ -85,8 +103,12 @@ are. Exit status 3 when an input is damaged: every readable row is
 printed first.`,
 		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "field", Aliases: []string{"f"}, Usage: "print the value at gjson `PATH`; repeatable, in the order given"},
-			&cli.StringFlag{Name: "format", Aliases: []string{"o"}, Value: "json", Usage: "output `FORMAT`: json (NDJSON), csv or tsv"},
+			&cli.StringFlag{Name: "format", Aliases: []string{"o"}, Value: "json", Usage: "output `FORMAT`: json (NDJSON), csv, tsv or svg (a chart)"},
 			&cli.BoolFlag{Name: "rate", Usage: "print each field as a per-second rate of a cumulative counter"},
+			&cli.BoolFlag{Name: "plot", Usage: "draw the fields as a line chart for the terminal"},
+			&cli.IntFlag{Name: "width", Usage: "the chart's width: `N` columns (--plot; default the terminal's, or 80) or px (-o svg; default 800)"},
+			&cli.IntFlag{Name: "height", Usage: "the chart's height: `N` lines (--plot; default the terminal's, or 24) or px (-o svg; default 300)"},
+			&cli.StringFlag{Name: "color", Value: "auto", Usage: "colour the chart's lines (--plot): `WHEN` is auto (when stdout is a terminal, NO_COLOR is unset or empty and TERM is not dumb), always or never"},
 		}, append(streamFlags(), natsFlags()...)...),
 		DisableSliceFlagSeparator: true,
 		Action:                    seriesAction,
@@ -103,9 +125,15 @@ func seriesAction(ctx context.Context, c *cli.Command) error {
 	if len(args) == 0 {
 		return usagef("series: no channel given")
 	}
-	format, err := views.ParseSeriesFormat(c.String("format"))
+	chart, err := seriesChartFrom(c)
 	if err != nil {
-		return usagef("series: -o %q: want json, csv or tsv", c.String("format"))
+		return err
+	}
+	format := views.SeriesJSON
+	if chart == nil {
+		if format, err = views.ParseSeriesFormat(c.String("format")); err != nil {
+			return usagef("series: -o %q: want json, csv, tsv or svg", c.String("format"))
+		}
 	}
 	if args[0] == "" {
 		return usagef("series: empty channel name")
@@ -124,6 +152,9 @@ func seriesAction(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	root := c.Root()
+	if chart != nil {
+		opts.Points = chart.collect(opts.Fields, opts.Rate).Point
+	}
 	s, err := views.NewSeries(root.Writer, opts)
 	if err != nil {
 		return usagef("%v", err)
@@ -147,6 +178,11 @@ func seriesAction(ctx context.Context, c *cli.Command) error {
 		// Nothing to print was asked for by name: a failure, which goes
 		// before damage (exit 1 over 3).
 		return noMatch("series", st.Unmatched[0], st.Channels, st.ChannelsMore)
+	}
+	if chart != nil {
+		if werr := chart.draw(root.Writer, root.ErrWriter, args[0]); werr != nil && !isEPIPE(werr) {
+			return werr
+		}
 	}
 	return err
 }

@@ -80,6 +80,66 @@ type SeriesOptions struct {
 	// Window is the assembler's reorder window per stream, in bytes (0:
 	// DefaultWindow; see AssemblerOptions).
 	Window int
+	// Points, if not nil, takes each row instead of the output (Format
+	// is then ignored and nothing is written): ds series --plot and
+	// -o svg chart the rows. It needs Fields. Rows come as they would
+	// be printed: the same frames, times, rates and nulls.
+	Points func(SeriesPoint)
+}
+
+// SeriesPoint is one row of a [Series] as numbers, for a chart
+// ([SeriesOptions].Points).
+type SeriesPoint struct {
+	Stream   frames.StreamID
+	Channel  string
+	Position frames.Position
+	// TimeNS is the row's time, ns since the Unix epoch; 0 when it has
+	// none (before the first clock reading, or a late frame).
+	TimeNS int64
+	Late   bool
+	// Resumed says the stream lost frames (a gap, or submissions
+	// dropped) since the channel's previous row: a chart breaks its line.
+	Resumed bool
+	// Values holds one value per field, in the order of
+	// [SeriesOptions].Fields (with Rate, the rates).
+	Values []SeriesValue
+}
+
+// SeriesValue is a field's value in a [SeriesPoint]: a number (OK), no
+// number (null, missing, a string, a boolean, an object: OK false), or,
+// for an array (a path with #), its elements, each a SeriesValue
+// (IsArray; arrays in arrays are not numbers).
+type SeriesValue struct {
+	Num     float64
+	OK      bool
+	IsArray bool
+	Elems   []SeriesValue
+}
+
+// seriesValueOf reads a gjson value as a SeriesValue.
+func seriesValueOf(r gjson.Result, top bool) SeriesValue {
+	if top && r.IsArray() {
+		v := SeriesValue{IsArray: true}
+		r.ForEach(func(_, e gjson.Result) bool {
+			v.Elems = append(v.Elems, seriesValueOf(e, false))
+			return true
+		})
+		return v
+	}
+	s := sampleOf(r)
+	return SeriesValue{Num: s.f, OK: s.kind != sampleNone}
+}
+
+// value is r as a SeriesValue.
+func (r rateValue) value() SeriesValue {
+	if r.isArr {
+		v := SeriesValue{IsArray: true, Elems: make([]SeriesValue, len(r.array))}
+		for i, e := range r.array {
+			v.Elems[i] = e.value()
+		}
+		return v
+	}
+	return SeriesValue{Num: r.v, OK: r.ok}
 }
 
 // Series prints the frames of JSON record channels as a time series: it
@@ -195,6 +255,9 @@ func NewSeries(w io.Writer, opts SeriesOptions) (*Series, error) {
 	if opts.Rate && len(opts.Fields) == 0 {
 		return nil, errors.New("series: --rate needs at least one field (counters are named by --field)")
 	}
+	if opts.Points != nil && len(opts.Fields) == 0 {
+		return nil, errors.New("series: a chart needs at least one field (the values are named by --field)")
+	}
 	s := &Series{
 		opts: opts,
 		w:    bufio.NewWriterSize(w, 64<<10),
@@ -268,7 +331,7 @@ func (s *Series) Close() error {
 	if !s.closed {
 		s.closed = true
 		s.a.Flush()
-		if s.head != nil && len(s.cat.unmatched()) == 0 {
+		if s.head != nil && s.opts.Points == nil && len(s.cat.unmatched()) == 0 {
 			s.writeHead() // no rows: a header only
 		}
 		if s.csv != nil {
@@ -337,6 +400,22 @@ func (s *Series) row(vs *viewStream, ch *viewChannel, late bool, f *frames.Frame
 	var rates []rateValue
 	if s.opts.Rate {
 		rates = s.rates(vs, ch, late, f.Position, timeNS, vals)
+	}
+	if s.opts.Points != nil {
+		p := SeriesPoint{Stream: vs.id, Channel: ch.desc.Name, Position: f.Position, TimeNS: timeNS, Late: late, Values: make([]SeriesValue, len(vals))}
+		if !late {
+			p.Resumed = ch.pointSeen && ch.pointGen != vs.gen
+			ch.pointSeen, ch.pointGen = true, vs.gen
+		}
+		for i, v := range vals {
+			if rates != nil {
+				p.Values[i] = rates[i].value()
+			} else {
+				p.Values[i] = seriesValueOf(v, true)
+			}
+		}
+		s.opts.Points(p)
+		return
 	}
 	if s.opts.Format == SeriesJSON {
 		s.jsonRow(vs, ch, late, f.Position, timeNS, vals, rates)
@@ -702,8 +781,12 @@ type viewStream struct {
 type viewChannel struct {
 	desc  frames.ChannelDescriptor
 	match bool
-	prev  seriesPrev  // series
-	last  latestFrame // latest
+	prev  seriesPrev // series
+	// pointGen is the stream's gen at the channel's previous point
+	// (SeriesOptions.Points), pointSeen whether there was one.
+	pointGen  uint64
+	pointSeen bool
+	last      latestFrame // latest
 }
 
 func newViewCatalog(filters []frames.ChannelFilter, hideOwn bool) viewCatalog {

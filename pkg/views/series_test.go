@@ -632,3 +632,59 @@ func FuzzSeries(f *testing.F) {
 		}
 	})
 }
+
+// SeriesOptions.Points gets each row as numbers instead of printing it:
+// the same rows, times, nulls and rates as the printed series.
+func TestSeriesPoints(t *testing.T) {
+	evs := []srEv{
+		{srA, 1, 0, `{"v":1,"a":[1,"x",3]}`}, // no time yet
+		{srA, 4, 1, srClock(1000)},
+		{srA, 1, 2, `{"v":"str","a":[2,2,2]}`},
+		{srA, 2, 3, "not json\n"},
+		{srA, 4, 4, srClock(2000)},
+		{srA, 1, 5, `{"v":3.5}`},
+	}
+	var got []SeriesPoint
+	out, st := runSeries(t, SeriesOptions{Channels: srChan("host.resource"), Fields: []string{"v", "a"}, Points: func(p SeriesPoint) { got = append(got, p) }}, evs)
+	if out != "" {
+		t.Errorf("output %q, want none", out)
+	}
+	want := []SeriesPoint{
+		{Stream: srA, Channel: "host.resource", Position: 0, Values: []SeriesValue{{Num: 1, OK: true}, {IsArray: true, Elems: []SeriesValue{{Num: 1, OK: true}, {}, {Num: 3, OK: true}}}}},
+		{Stream: srA, Channel: "host.resource", Position: 2, TimeNS: srT0NS + 1e9, Values: []SeriesValue{{}, {IsArray: true, Elems: []SeriesValue{{Num: 2, OK: true}, {Num: 2, OK: true}, {Num: 2, OK: true}}}}},
+		{Stream: srA, Channel: "host.resource", Position: 5, TimeNS: srT0NS + 2e9, Values: []SeriesValue{{Num: 3.5, OK: true}, {}}},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("points (-want +got):\n%s", d)
+	}
+	if st.Rows != 3 {
+		t.Errorf("rows %d, want 3", st.Rows)
+	}
+
+	// With Rate, the rates.
+	got = nil
+	runSeries(t, SeriesOptions{Channels: srChan("host.resource"), Fields: []string{"mem_mb"}, Rate: true, Points: func(p SeriesPoint) { got = append(got, p) }}, []srEv{
+		{srA, 4, 0, srClock(0)}, {srA, 1, 1, `{"mem_mb":100}`},
+		{srA, 4, 2, srClock(2000)}, {srA, 1, 3, `{"mem_mb":500}`},
+	})
+	if len(got) != 2 || got[0].Values[0].OK || !got[1].Values[0].OK || got[1].Values[0].Num != 200 {
+		t.Errorf("rate points %+v, want null then 200", got)
+	}
+
+	// A gap before a row: Resumed.
+	got = nil
+	runSeries(t, SeriesOptions{Channels: srChan("host.resource"), Fields: []string{"v"}, Points: func(p SeriesPoint) { got = append(got, p) }}, []srEv{
+		{srA, 1, 0, `{"v":1}`}, {srA, 1, 1, `{"v":2}`}, {srA, 1, 3, `{"v":3}`}, {srA, 1, 4, `{"v":4}`},
+	})
+	var resumed []bool
+	for _, p := range got {
+		resumed = append(resumed, p.Resumed)
+	}
+	if d := cmp.Diff([]bool{false, false, true, false}, resumed); d != "" {
+		t.Errorf("Resumed (-want +got):\n%s", d)
+	}
+
+	if _, err := NewSeries(io.Discard, SeriesOptions{Channels: srChan("x"), Points: func(SeriesPoint) {}}); err == nil {
+		t.Error("Points without fields: no error")
+	}
+}
