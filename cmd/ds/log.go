@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -139,6 +140,8 @@ file is read from its end as ds tail reads it, so the last lines of a
 10 GiB capture cost what those of a small one do; several inputs are
 merged, keeping the last N lines in memory. -n 0 prints nothing. -f does
 not go with -n: ds tail -n N -f prints the last N lines, then follows.
+-n +N prints from the N-th line on, as tail -n +N does (not journalctl's
+--lines=+N, the N oldest: that is ds log | head -n N); not with -r or -f.
 
 -r (--reverse) prints the newest line first (journalctl -r): ds log's
 lines (each as ds log prints it, a line joined across frames included),
@@ -180,7 +183,7 @@ first. A capture that ds wrap is still writing is read to its current end.`,
 			&cli.BoolFlag{Name: "cat", Usage: "print payload bytes only, byte-exact"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep reading files as they grow, and new captures in directories"},
 			&cli.GenericFlag{Name: "json", Value: &optionalValue{}, Usage: "print one JSON object per line, record, gap, drop, transport loss and damaged range (=frames: per frame; =pretty: indented)"},
-			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Usage: "print only the last `N` lines"},
+			&cli.GenericFlag{Name: "lines", Aliases: []string{"n"}, Value: &linesValue{}, Usage: "print only the last `N` lines (+N: from line N on, as tail -n +N)"},
 			&cli.BoolFlag{Name: "reverse", Aliases: []string{"r"}, Usage: "print the newest line first"},
 			&cli.GenericFlag{Name: "time", Value: &optionalValue{}, Usage: "add a time column: wall, utc, since-start, delta or unix"},
 			&cli.BoolFlag{Name: "utc", Usage: "show and read times in UTC"},
@@ -196,6 +199,9 @@ first. A capture that ds wrap is still writing is read to its current end.`,
 
 func logAction(ctx context.Context, c *cli.Command) error {
 	limitReadMemory()
+	if c.Args().Len() == 0 {
+		return usagef("log: no input given (name capture files, or - for stdin)")
+	}
 	set, err := newSources(c)
 	if err != nil {
 		return err
@@ -208,12 +214,21 @@ func logAction(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	last, reverse, follow := -1, c.Bool("reverse"), c.Bool("follow")
+	var from int64 // -n +N: print from line N on
 	if c.IsSet("lines") {
-		if last = int(c.Int("lines")); last < 0 {
-			return usagef("log: -n %d: want a number of lines, 0 or more", last)
+		n := tailLines(c)
+		switch {
+		case n.from:
+			from = max(n.n, 1)
+		case n.n > math.MaxInt32:
+			return usagef("log: -n %d: at most %d lines", n.n, math.MaxInt32)
+		default:
+			last = int(n.n)
 		}
 	}
 	switch {
+	case from > 0 && (reverse || follow):
+		return usagef("log: -n +N does not go with -r or -f")
 	case last >= 0 && follow:
 		return usagef("log: -n does not go with -f: ds tail -n N -f prints the last N lines, then follows")
 	case reverse && follow:
@@ -227,7 +242,11 @@ func logAction(ctx context.Context, c *cli.Command) error {
 	}
 	root := c.Root()
 	out := newLogOutput(root.Writer, pretty(c), reverse)
-	in := newInputs(set, root.Reader, out.w, root.ErrWriter)
+	w := out.w
+	if from > 1 {
+		w = views.SkipLines(w, from-1)
+	}
+	in := newInputs(set, root.Reader, w, root.ErrWriter)
 	var cur segments.Cursor
 	shown := true // what was printed has a cursor
 	if last >= 0 {

@@ -155,8 +155,8 @@ func tailAction(ctx context.Context, c *cli.Command) error {
 	return err
 }
 
-// linesValue is the value of ds tail's -n: N (the last N lines), or +N
-// (tail(1): from the N-th line on).
+// linesValue is the value of ds tail's and ds log's -n: N or -N (the last
+// N lines, as tail(1) takes both), or +N (tail(1): from the N-th line on).
 type linesValue struct {
 	n    int64
 	from bool // +N
@@ -165,12 +165,15 @@ type linesValue struct {
 // Set implements flag.Value.
 func (v *linesValue) Set(s string) error {
 	t, from := strings.CutPrefix(s, "+")
+	if !from {
+		t = strings.TrimPrefix(t, "-")
+	}
 	n, err := strconv.ParseInt(t, 10, 64)
 	switch {
-	case err != nil || t == "" || t[0] == '+':
+	case t == "" || t[0] == '+' || t[0] == '-' || strings.Trim(t, "0123456789") != "":
 		return fmt.Errorf("not a number")
-	case n < 0:
-		return fmt.Errorf("want a number of lines, 0 or more, or +N (from line N on)")
+	case err != nil:
+		return fmt.Errorf("too many lines")
 	}
 	v.n, v.from = n, from
 	return nil
