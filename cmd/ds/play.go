@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
+	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/play"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
@@ -27,7 +28,10 @@ does: between two frames, ds play waits the time between them, divided
 by -s (--speed; 2 is twice as fast), and at most -i (--idle-time-limit)
 seconds, so that an hour the command sat idle replays in a moment. A
 capture made with ds wrap --pty replays its escapes as recorded (colours,
-cursor moves, progress bars); one made without shows its lines.
+cursor moves, progress bars, and any other escape it sent); one made
+without shows its lines, its SGR colours passed and every other control
+or escape shown escaped (\x1b[2J), as ds log shows them. A JSON record
+channel (-c proc.X.lifecycle) replays one record a line.
 
 A frame's time is its stream's latest datastream.clock reading before it
 (within one flush interval of when it was written, as ds log --time
@@ -46,10 +50,10 @@ pace, until the end or until interrupted.
 ` + inputsHelp + `
 
 Exit status 3 when an input is damaged: everything readable is played
-first.`,
+first; 130 when interrupted (SIGINT, SIGTERM, q or ctrl-c).`,
 		Flags: append([]cli.Flag{
-			&cli.FloatFlag{Name: "speed", Aliases: []string{"s"}, Value: 1, Usage: "replay `SPEED` times as fast (0: at once)"},
-			&cli.StringFlag{Name: "idle-time-limit", Aliases: []string{"i"}, Usage: "wait at most `SECONDS` between two frames (2, 0.5, or 1m)"},
+			&cli.FloatFlag{Name: "speed", Aliases: []string{"s"}, Value: 1, Usage: "replay `SPEED` times as fast, 0.001 to 1e6 (0: at once)"},
+			&cli.StringFlag{Name: "idle-time-limit", Aliases: []string{"i"}, Usage: "wait at most `SECONDS` between two frames (2, 0.5, or 1m; 0: no limit)"},
 			&cli.BoolFlag{Name: "no-wait", Usage: "write everything at once (as -s 0)"},
 			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "replay only `CHANNEL` (exact name, or a prefix ending in .*); repeatable"},
 		}, append(selectionFlags(), natsFlags()...)...),
@@ -64,8 +68,8 @@ func playAction(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	opts := play.Options{Speed: c.Float("speed")}
-	if opts.Speed < 0 {
-		return usagef("play: -s %v: want a speed above 0 (0: at once)", opts.Speed)
+	if !(opts.Speed == 0 || opts.Speed >= 1e-3 && opts.Speed <= 1e6) {
+		return usagef("play: -s %v: want a speed from 0.001 to 1e6 (0: at once)", opts.Speed)
 	}
 	if c.Bool("no-wait") {
 		opts.Speed = 0
@@ -97,9 +101,19 @@ func playAction(ctx context.Context, c *cli.Command) error {
 	}
 	pl := play.New(root.Writer, opts)
 	var playErr error
-	lo := views.LogOptions{Format: views.FormatCat, Select: sel, CatFrames: func(ns int64, b []byte) {
+	var buf []byte
+	lo := views.LogOptions{Format: views.FormatCat, Select: sel, CatFrames: func(ns int64, b []byte, ch views.CatChannel) {
 		if playErr != nil {
 			return
+		}
+		if !ch.Terminal {
+			// Not a --pty capture's: nothing of it may drive the
+			// terminal but colours; a JSON record ends its line.
+			buf = views.AppendTerminalLines(buf[:0], b)
+			if ch.Kind == frames.KindJSONRecord && (len(buf) == 0 || buf[len(buf)-1] != '\n') {
+				buf = append(buf, '\n')
+			}
+			b = buf
 		}
 		if playErr = pl.Frame(ns, b); playErr != nil {
 			cancel() // the read stops
@@ -108,7 +122,7 @@ func playAction(ctx context.Context, c *cli.Command) error {
 	_, err = newInputs(set, root.Reader, root.Writer, root.ErrWriter).Log(ctx, c.Args().Slice(), lo, false)
 	switch {
 	case errors.Is(playErr, play.ErrQuit):
-		return nil
+		return &statusError{code: 130}
 	case playErr != nil:
 		return writeErr(playErr)
 	}

@@ -2,9 +2,10 @@
 // the engine of ds play (see ds(1)). It knows nothing of captures: the
 // caller hands it each frame's bytes with the frame's time
 // ([Player.Frame]; ds play takes them from views.LogOptions.CatFrames, the
-// bytes ds log --cat prints), and it writes them to its output, waiting
-// between two frames for the time between them divided by the speed,
-// each wait capped by the idle limit (asciinema's -s and -i). Keys, when
+// bytes ds log --cat prints), and it writes each to its output when it is
+// due: the replay's start plus the times between the frames so far, each
+// divided by the speed and capped by the idle limit (asciinema's -s and
+// -i). Keys, when
 // it is given some, pause and resume (space), step to the next frame
 // while paused (.), and quit (q, ctrl-c).
 //
@@ -65,13 +66,25 @@ var ErrQuit = errors.New("play: quit")
 
 // Player writes frames to its output at their recorded pace. It is not
 // safe for concurrent use.
+//
+// Each frame is scheduled against the replay's start, not against the
+// previous write: its due time is the start plus the sum of the waits
+// ([Wait]) between the frames so far, so that a frame that arrives late
+// (a live capture read as it is written) is written at once when it is
+// already due, and the waits do not add up with the time spent reading.
+// A pause moves the whole schedule later by the time paused; a step while
+// paused makes the frame written the new point the schedule runs from.
 type Player struct {
-	w      io.Writer
-	opts   Options
-	prevNS int64 // the time of the previous frame (0: none yet)
-	paused bool
-	quit   bool
-	err    error // sticky: a write error, or ErrQuit
+	w        io.Writer
+	opts     Options
+	prevNS   int64         // the time of the latest frame (0: none yet)
+	started  bool          // base is set: a frame was written
+	base     time.Time     // when the schedule starts (shifted by pauses)
+	offset   time.Duration // the due time of the latest frame, after base
+	paused   bool
+	pausedAt time.Time // when the pause began (or the last step in it)
+	quit     bool
+	err      error // sticky: a write error, or ErrQuit
 }
 
 // New returns a Player writing to w.
@@ -82,34 +95,49 @@ func New(w io.Writer, opts Options) *Player {
 	return &Player{w: w, opts: opts}
 }
 
+// maxWait bounds one wait (and so the schedule's sum of them): 100 years,
+// far below what a time.Duration holds, so that no speed or gap
+// overflows it.
+const maxWait = 100 * 365 * 24 * time.Hour
+
 // Wait returns the wait before a frame at timeNS after one at prevNS:
-// their difference divided by speed, capped by idle (if positive); 0 for
-// a speed of 0 or less, a first frame (prevNS 0), a frame without a time
-// (timeNS 0), or one before the previous.
+// their difference divided by speed, capped by idle (if positive) and by
+// 100 years; 0 for a speed of 0 or less (or NaN), a first frame (prevNS
+// 0), a frame without a time (timeNS 0), or one before the previous.
 func Wait(prevNS, timeNS int64, speed float64, idle time.Duration) time.Duration {
-	if speed <= 0 || prevNS == 0 || timeNS <= prevNS {
+	if !(speed > 0) || prevNS == 0 || timeNS <= prevNS {
 		return 0
 	}
-	d := time.Duration(float64(timeNS-prevNS) / speed)
+	f := float64(timeNS-prevNS) / speed
+	d := maxWait
+	if f < float64(maxWait) {
+		d = time.Duration(f)
+	}
 	if idle > 0 && d > idle {
 		d = idle
 	}
 	return d
 }
 
-// Frame waits until the frame at timeNS is due (see [Wait]), handling the
-// keys typed meanwhile, then writes b. It returns ErrQuit once a quit key
-// was typed (b is then not written), or the output's error; either is
-// returned again by every later call.
+// Frame waits until the frame at timeNS is due (see [Player] and
+// [Wait]), handling the keys typed meanwhile, then writes b. It returns
+// ErrQuit once a quit key was typed (b is then not written), or the
+// output's error; either is returned again by every later call.
 func (p *Player) Frame(timeNS int64, b []byte) error {
 	if p.err != nil {
 		return p.err
 	}
-	d := Wait(p.prevNS, timeNS, p.opts.Speed, p.opts.IdleLimit)
+	if d := Wait(p.prevNS, timeNS, p.opts.Speed, p.opts.IdleLimit); d > 0 {
+		p.offset = min(p.offset+d, maxWait)
+	}
 	if timeNS > p.prevNS {
 		p.prevNS = timeNS
 	}
-	if err := p.wait(d); err != nil {
+	if !p.started {
+		p.started = true
+		p.base = p.opts.Clock.Now().Add(-p.offset)
+	}
+	if err := p.wait(); err != nil {
 		p.err = err
 		return err
 	}
@@ -120,21 +148,21 @@ func (p *Player) Frame(timeNS int64, b []byte) error {
 	return nil
 }
 
-// wait waits d, or longer while paused, handling keys; a step ('.')
-// while paused ends it at once.
-func (p *Player) wait(d time.Duration) error {
+// wait waits until the latest frame is due (base + offset), or longer
+// while paused, handling keys; a step ('.') while paused ends it at once.
+func (p *Player) wait() error {
 	p.poll()
 	if p.quit {
 		return ErrQuit
 	}
-	if d <= 0 && !p.paused {
-		return nil
-	}
-	left := d // what is left of the wait, while paused
+	clock := p.opts.Clock
 	var timer <-chan time.Time
-	var deadline time.Time
 	if !p.paused {
-		deadline, timer = p.opts.Clock.Now().Add(d), p.opts.Clock.After(d)
+		d := p.base.Add(p.offset).Sub(clock.Now())
+		if d <= 0 {
+			return nil
+		}
+		timer = clock.After(d)
 	}
 	keys := p.opts.Keys
 	for {
@@ -148,8 +176,8 @@ func (p *Player) wait(d time.Duration) error {
 			if !ok {
 				keys, p.opts.Keys = nil, nil
 				if p.paused {
-					// No key can resume: go on.
-					p.paused = false
+					// No key can resume: go on from here.
+					p.resume()
 					return nil
 				}
 				continue
@@ -160,22 +188,38 @@ func (p *Player) wait(d time.Duration) error {
 				return ErrQuit
 			case ' ':
 				if p.paused {
-					p.paused = false
-					if left <= 0 {
+					p.resume()
+					d := p.base.Add(p.offset).Sub(clock.Now())
+					if d <= 0 {
 						return nil
 					}
-					deadline, timer = p.opts.Clock.Now().Add(left), p.opts.Clock.After(left)
+					timer = clock.After(d)
 				} else {
-					p.paused = true
-					left, timer = max(0, deadline.Sub(p.opts.Clock.Now())), nil
+					p.pause()
+					timer = nil
 				}
 			case '.':
 				if p.paused {
+					// The frame stepped to is written now: the
+					// schedule runs from it, and the pause from now.
+					p.pausedAt = clock.Now()
+					p.base = p.pausedAt.Add(-p.offset)
 					return nil
 				}
 			}
 		}
 	}
+}
+
+// pause starts a pause now.
+func (p *Player) pause() {
+	p.paused, p.pausedAt = true, p.opts.Clock.Now()
+}
+
+// resume ends the pause: the schedule moves later by the time paused.
+func (p *Player) resume() {
+	p.paused = false
+	p.base = p.base.Add(p.opts.Clock.Now().Sub(p.pausedAt))
 }
 
 // poll takes in the keys already typed, without waiting: a quit, or a
@@ -196,7 +240,7 @@ func (p *Player) poll() {
 			case k == 'q' || k == 'Q' || k == 0x03:
 				p.quit = true
 			case k == ' ':
-				p.paused = true
+				p.pause()
 			}
 		default:
 			return

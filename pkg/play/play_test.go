@@ -3,6 +3,7 @@ package play
 import (
 	"bytes"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -26,6 +27,9 @@ func TestWait(t *testing.T) {
 		{5 * s, 65 * s, 10, 3 * time.Second, 3 * time.Second},
 		{5 * s, 6 * s, 1, 3 * time.Second, time.Second},
 		{5 * s, 7 * s, 0, 0, 0}, // -s 0: no wait
+		{5 * s, 7 * s, math.NaN(), 0, 0},
+		{5 * s, 7 * s, 1e-300, 0, maxWait}, // no overflow
+		{5 * s, 7 * s, 1e-300, 3 * time.Second, 3 * time.Second},
 		{5 * s, 0, 1, 0, 0},     // a frame without a time
 		{7 * s, 5 * s, 1, 0, 0}, // one before the previous
 	} {
@@ -147,8 +151,10 @@ func TestPlayerKeys(t *testing.T) {
 	clock.now = clock.now.Add(500 * time.Millisecond)
 	keys <- ' ' // pause, 1.5 s left
 	clock.now = clock.now.Add(time.Hour)
-	keys <- ' ' // resume: the 1.5 s left
-	expectTimer(1500 * time.Millisecond).ch <- clock.now
+	keys <- ' ' // resume: the 1.5 s left (the schedule shifted by the hour)
+	tm := expectTimer(1500 * time.Millisecond)
+	clock.now = clock.now.Add(1500 * time.Millisecond)
+	tm.ch <- clock.now
 	expectWrite("b")
 	expectTimer(3 * time.Second) // never fired: paused, then stepped
 	keys <- ' '
@@ -157,6 +163,9 @@ func TestPlayerKeys(t *testing.T) {
 	keys <- '.' // still paused: d now
 	expectWrite("d")
 	keys <- 'x' // ignored
+	clock.now = clock.now.Add(time.Minute)
+	keys <- ' ' // resume: e is due 5 s after d was stepped to, paused a minute
+	expectTimer(5 * time.Second)
 	keys <- 'q'
 	if err := <-done; !errors.Is(err, ErrQuit) {
 		t.Fatalf("Frame = %v, want ErrQuit", err)
@@ -178,5 +187,45 @@ func TestPlayerDone(t *testing.T) {
 	}
 	if err := p.Frame(6*s, []byte("c")); !errors.Is(err, ErrQuit) || out.String() != "a" {
 		t.Fatalf("Frame = %v, wrote %q", err, out.String())
+	}
+}
+
+// lateClock is a fakeClock whose time also moves between the frames, by
+// what the test says: the time a live capture's frames take to arrive.
+type lateClock struct{ fakeClock }
+
+// Frames are scheduled against the replay's start: a frame that arrives
+// late waits only what is left until it is due, or nothing when it is
+// already due, and an early one waits the rest (issue 24 item 4: a 3 s
+// gap read live replayed 6.4 s apart).
+func TestPlayerSchedule(t *testing.T) {
+	clock := &lateClock{fakeClock{now: time.Unix(1, 0)}}
+	var out bytes.Buffer
+	p := New(&out, Options{Speed: 1, IdleLimit: 10 * time.Second, Clock: clock})
+	for _, f := range []struct {
+		arrive time.Duration // how long the frame took to arrive, after the previous write
+		at     int64
+		want   []time.Duration // the waits asked for, in all, after it
+	}{
+		{0, 100 * s, nil},
+		{3 * time.Second, 103 * s, nil},                                          // 3 s gap, arrived 3 s later: due now
+		{time.Second, 105 * s, []time.Duration{time.Second}},                     // 2 s gap, 1 s to go
+		{4 * time.Second, 106 * s, []time.Duration{time.Second}},                 // already 3 s late: at once
+		{0, 206 * s, []time.Duration{time.Second, 7 * time.Second}},              // idle cap: 10 s after 106 s was due (3 s ago)
+		{0, 0, []time.Duration{time.Second, 7 * time.Second}},                    // no time: at once
+		{0, 207 * s, []time.Duration{time.Second, 7 * time.Second, time.Second}}, // back on schedule
+		{0, 150 * s, []time.Duration{time.Second, 7 * time.Second, time.Second}}, // before the previous: at once
+		{0, 208 * s, []time.Duration{time.Second, 7 * time.Second, time.Second, time.Second}},
+	} {
+		clock.now = clock.now.Add(f.arrive)
+		if err := p.Frame(f.at, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(f.want, clock.waits); diff != "" {
+			t.Fatalf("frame at %d: waits (-want +got):\n%s", f.at/s, diff)
+		}
+	}
+	if out.Len() != 9 {
+		t.Errorf("wrote %q", out.String())
 	}
 }

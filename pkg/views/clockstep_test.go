@@ -347,7 +347,7 @@ func TestCatFramesSteady(t *testing.T) {
 		b  string
 	}
 	var gotFrames []got
-	out, _ := printJob(t, LogOptions{Format: FormatCat, CatFrames: func(ns int64, b []byte) {
+	out, _ := printJob(t, LogOptions{Format: FormatCat, CatFrames: func(ns int64, b []byte, _ CatChannel) {
 		gotFrames = append(gotFrames, got{ns, string(b)})
 	}}, clockStepFrames()...)
 	if out != "" {

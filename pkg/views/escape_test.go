@@ -21,3 +21,21 @@ func TestAppendTerminalExported(t *testing.T) {
 		}
 	}
 }
+
+// AppendTerminalLines keeps line ends (LF, CRLF) and SGR, escapes the
+// rest, and resets colours before each line end a colour reached.
+func TestAppendTerminalLines(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"one\ntwo\n", "one\ntwo\n"},
+		{"crlf\r\nbare\rcr", `crlf` + "\r\n" + `bare\x0dcr`},
+		{"\x1b[31mred\nplain\n", "\x1b[31mred\x1b[0m\nplain\n"},
+		{"clip \x1b]52;c;aGk=\x07\n\x1b[2J", `clip \x1b]52;c;aGk=\x07` + "\n" + `\x1b[2J`},
+		{"no end \x1b[1mbold", "no end \x1b[1mbold\x1b[0m"},
+		{"\n\n", "\n\n"},
+	} {
+		if got := string(AppendTerminalLines([]byte("> "), []byte(tc.in))); got != "> "+tc.want {
+			t.Errorf("AppendTerminalLines(%q) = %q, want %q", tc.in, got, "> "+tc.want)
+		}
+	}
+}

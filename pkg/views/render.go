@@ -81,9 +81,25 @@ type LogOptions struct {
 	// whose bytes it would write is handed to CatFrames instead, with
 	// its stream's steady time (the latest datastream.clock reading
 	// before it, less the steps its wall clock made, in ns since the Unix
-	// epoch; 0 before any reading), as --time=delta measures. ds play
-	// paces its output by it. The payload is valid only during the call.
-	CatFrames func(steadyNS int64, payload []byte)
+	// epoch; 0 before any reading), as --time=delta measures, and what
+	// its channel is ([CatChannel]). ds play paces its output by the
+	// time, and escapes by the channel. The payload is valid only during
+	// the call.
+	CatFrames func(steadyNS int64, payload []byte, ch CatChannel)
+}
+
+// CatChannel is what [LogOptions].CatFrames is told of a frame's channel.
+type CatChannel struct {
+	// Name is the channel's name (proc.make.stdout).
+	Name string
+	// Kind is its content class: text, a JSON record, bytes.
+	Kind frames.ContentKind
+	// Terminal reports a ds wrap --pty capture's output: a text channel
+	// proc.LABEL.stdout of a stream that declared no proc.LABEL.stderr
+	// (ds wrap --pty merges both on a pseudo-terminal and registers
+	// stdout alone, before the command starts). Its bytes are what a
+	// terminal was sent, escapes included.
+	Terminal bool
 }
 
 // Printer renders assembled items for ds log. Feed it descriptors as they
@@ -111,12 +127,12 @@ type Printer struct {
 	lines   joiner
 	cursors cursorTracker
 	losses  Losses
-	text    textLayout          // FormatText
-	json    jsonLayout          // FormatJSON
-	entries func(*Entry)        // LogOptions.Entries (FormatJSON then)
-	cat     func(int64, []byte) // LogOptions.CatFrames (FormatCat)
-	line    []byte              // the line being rendered
-	msg     []byte              // scratch for a note's message
+	text    textLayout                      // FormatText
+	json    jsonLayout                      // FormatJSON
+	entries func(*Entry)                    // LogOptions.Entries (FormatJSON then)
+	cat     func(int64, []byte, CatChannel) // LogOptions.CatFrames (FormatCat)
+	line    []byte                          // the line being rendered
+	msg     []byte                          // scratch for a note's message
 }
 
 // NewPrinter returns a printer writing to w.
@@ -317,7 +333,11 @@ func (p *Printer) itemFrame(st *streamInfo, kind segments.ItemKind, f *frames.Fr
 		}
 		if len(p.sel.Channels)+len(p.sel.Contents) > 0 || text {
 			if p.cat != nil {
-				p.cat(st.clock.steady, f.Payload)
+				cc := CatChannel{Kind: frames.KindBytes}
+				if ci != nil {
+					cc = CatChannel{Name: ci.name, Kind: ci.kind, Terminal: st.terminal(ci)}
+				}
+				p.cat(st.clock.steady, f.Payload, cc)
 				return
 			}
 			p.write(f.Payload)

@@ -2,6 +2,7 @@ package views
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 )
@@ -44,6 +45,7 @@ type chanInfo struct {
 	width   int32 // name in runes, for the channel column
 	visible bool  // the filter decision
 	kind    frames.ContentKind
+	tty     int8 // terminal's decision, at the channel's first frame: 0 not yet, 1 no, 2 yes
 }
 
 // chanChunk is how many chanInfos a stream allocates at a time.
@@ -140,4 +142,35 @@ func (t *streamTable) remove(s frames.StreamID) {
 		t.last = nil
 	}
 	delete(t.m, s)
+}
+
+// terminal reports whether ci is a ds wrap --pty capture's output (see
+// [CatChannel].Terminal), decided at its first frame (ds wrap registers
+// its channels before the command starts) and kept.
+func (st *streamInfo) terminal(ci *chanInfo) bool {
+	if ci.tty == 0 {
+		ci.tty = 1
+		if label, ok := strings.CutSuffix(ci.name, ".stdout"); ok && ci.kind == frames.KindTextStream && strings.HasPrefix(label, "proc.") {
+			ci.tty = 2
+			stderr := label + ".stderr"
+			st.eachChannel(func(o *chanInfo) {
+				if o.name == stderr {
+					ci.tty = 1
+				}
+			})
+		}
+	}
+	return ci.tty == 2
+}
+
+// eachChannel calls f with each channel declared, in no set order.
+func (st *streamInfo) eachChannel(f func(*chanInfo)) {
+	for _, ci := range st.chans {
+		if ci != nil {
+			f(ci)
+		}
+	}
+	for _, ci := range st.big {
+		f(ci)
+	}
 }
