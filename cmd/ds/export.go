@@ -104,6 +104,9 @@ func exportAction(ctx context.Context, c *cli.Command) error {
 	}
 	format, err := export.ParseFormat(args[0])
 	if err != nil {
+		if s := suggest(export.Formats, args[0]); s != "" {
+			return usagef("export: unknown format %q — did you mean %q? (want %s)", args[0], s, strings.Join(export.Formats, ", "))
+		}
 		return usagef("export: unknown format %q (want %s)", args[0], strings.Join(export.Formats, ", "))
 	}
 	if len(args) == 1 {
