@@ -48,8 +48,12 @@ otlp        OpenTelemetry logs in the OTLP/JSON encoding: one
             transport loss, start, trimmed, damage: its message). The
             resource is the stream: service.name (its --label), ds.stream,
             service.instance.id (NODE#LIFE), ds.node, ds.life (a string),
-            ds.label. Times are the clock reading before the frame, in
-            timeUnixNano and observedTimeUnixNano. Severity: a line of
+            ds.label; a damaged range's is service.name ds and ds.file.
+            Times are the clock reading before the frame, in
+            timeUnixNano and observedTimeUnixNano (damage: the last
+            time before it; before any, observedTimeUnixNano is now).
+            A line's body leaves out its newline and one CR before it
+            (the CR LF of a --pty capture). Severity: a line of
             proc.*.stderr is WARN (13), of any other channel INFO (9):
             stderr carries diagnostics and progress as much as errors.
             Gaps, drops and transport losses are WARN, damage ERROR (17).
@@ -61,13 +65,19 @@ otlp        OpenTelemetry logs in the OTLP/JSON encoding: one
 csv         RFC 4180 CSV: a header row stream,position,channel,time,text
             (as ds series -o csv: stream is NODE#LIFE, time RFC 3339 in
             UTC with ns, empty before the first clock reading), then one
-            row per text line (newline left out; each byte that is not
+            row per text line (newline and one CR before it left out;
+            each byte that is not
             UTF-8 becomes U+FFFD, as --json's "text"), record (compact
             JSON), bytes frame (escaped as \x00) and note, whose position
             is ~ (! for damage) and channel what it is (gap, dropped,
-            lost, start, trimmed, damaged), as in ds log.
+            lost, start, trimmed, damaged), as in ds log. Each control
+            byte but tab, newline and CR (ESC, BEL, DEL…) is written
+            \xNN, so that the export cannot drive a terminal it is shown
+            on. Cells starting with = + - @ are left as they are: a
+            spreadsheet may take them for formulas.
 tsv         The same with tabs, unquoted: a tab, newline, CR or backslash
-            in a cell is written \t, \n, \r or \\ (as ds series -o tsv).
+            in a cell is written \t, \n, \r or \\ (as ds series -o tsv),
+            other control bytes \xNN as in csv.
 
 ds log --json is the lossless form (exact bytes, every field); these
 formats are for the tools that read them.
@@ -104,6 +114,9 @@ func exportAction(ctx context.Context, c *cli.Command) error {
 	}
 	format, err := export.ParseFormat(args[0])
 	if err != nil {
+		if s := suggest(export.Formats, args[0]); s != "" {
+			return usagef("export: unknown format %q — did you mean %q? (want %s)", args[0], s, strings.Join(export.Formats, ", "))
+		}
 		return usagef("export: unknown format %q (want %s)", args[0], strings.Join(export.Formats, ", "))
 	}
 	if len(args) == 1 {

@@ -142,7 +142,8 @@ func reportAction(ctx context.Context, c *cli.Command) error {
 }
 
 // createReportOutput opens where ds report writes: stdout for -, or a
-// new file (replacing one only with overwrite).
+// new file (replacing one only with overwrite). Errors name the path
+// given, not the temporary file written next to it.
 func createReportOutput(name string, overwrite bool, stdout io.Writer) (io.Writer, *segments.OutputFile, error) {
 	if name == "-" {
 		return stdout, nil, nil
@@ -150,6 +151,10 @@ func createReportOutput(name string, overwrite bool, stdout io.Writer) (io.Write
 	file, err := segments.CreateOutputFile(name, overwrite)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, nil, fmt.Errorf("%s exists: not replacing it (use --overwrite to replace it)", name)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return nil, nil, fmt.Errorf("create %s: %w", name, pe.Err)
 	}
 	if err != nil {
 		return nil, nil, err

@@ -27,18 +27,22 @@ const (
 	// --label, when it has one), service.instance.id and ds.stream
 	// (NODE#LIFE), ds.node, ds.life (decimal, as a string: it is 64-bit
 	// unsigned) and ds.label; a damaged range, which belongs to no
-	// stream, has a resource without attributes. The record:
+	// stream, has a resource naming its file: service.name "ds" and
+	// ds.file. The record:
 	//
 	//   - timeUnixNano and observedTimeUnixNano: the stream's latest
 	//     datastream.clock reading before the frame (ns since the Unix
 	//     epoch, as a decimal string; an upper bound on when the frame
 	//     arrived, within one flush interval), left out before any reading;
+	//     a damaged range has the latest time of the records before it,
+	//     or, before any, only observedTimeUnixNano, the time of export;
 	//   - severityNumber and severityText: a line of a proc.*.stderr
 	//     channel is WARN (13), of any other channel INFO (9): stderr holds
 	//     a program's diagnostics and progress as much as its errors, so
 	//     ERROR would make alerts of them; a gap, drop or transport loss is
 	//     WARN, a damaged range ERROR (17), any other note INFO;
-	//   - body: a text line without its newline, as stringValue, or as
+	//   - body: a text line without its newline (and one CR before it,
+	//     the CR LF of a --pty capture, as a terminal shows it), as stringValue, or as
 	//     bytesValue (base64) when it is not UTF-8; a record's JSON as
 	//     written, compacted, as stringValue; a bytes frame as bytesValue;
 	//     a note's message (as ds log prints it) as stringValue;
@@ -61,14 +65,19 @@ const (
 	// whose channel is then what it is
 	// (gap, dropped, lost, start, trimmed, damaged); time RFC 3339 in UTC
 	// with nanoseconds, empty before the stream's first clock reading;
-	// text a line without its newline (each byte that is not UTF-8
+	// text a line without its newline and one CR before it (each byte that is not UTF-8
 	// replaced by U+FFFD, as ds log --json's "text"), a record's compact
 	// JSON, a bytes frame's bytes escaped as Go escapes them (\x00), a
-	// note's message.
+	// note's message. In every cell, each C0 control byte but tab,
+	// newline and CR, and DEL, is written \xNN (ESC as \x1b), always, so
+	// that a CSV shown on a terminal cannot drive it; a backslash is left
+	// as it is. A cell starting with = + - or @ is not altered: a
+	// spreadsheet may read it as a formula.
 	CSV
 	// TSV is CSV with tabs between cells and no quoting: a tab, newline,
 	// carriage return or backslash in a cell is written \t, \n, \r or \\
-	// (the escapes of PostgreSQL's text COPY format, as ds series -o tsv).
+	// (the escapes of PostgreSQL's text COPY format, as ds series -o tsv),
+	// and each other control byte as in CSV, \xNN (ESC as \x1b).
 	TSV
 )
 

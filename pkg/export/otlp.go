@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
@@ -38,6 +39,8 @@ type otlp struct {
 	resources map[frames.StreamID][]byte // `{"resourceLogs":[{"resource":{…},` per stream
 	b         []byte
 	compact   bytes.Buffer
+	lastNS    int64            // the latest time of an entry so far (0: none), a damage record's time
+	now       func() time.Time // a damage record's observed time before any clock reading
 }
 
 func newOTLP(out *output, opts Options) *otlp {
@@ -47,14 +50,19 @@ func newOTLP(out *output, opts Options) *otlp {
 		scope = appendJSONString(scope, opts.Version)
 	}
 	scope = append(scope, `},"logRecords":[`...)
-	return &otlp{out: out, scope: scope, resources: map[frames.StreamID][]byte{}}
+	return &otlp{out: out, scope: scope, resources: map[frames.StreamID][]byte{}, now: time.Now}
 }
 
 // resource returns the request's head up to its scopeLogs, for stream s
-// of label (nil: none).
-func (o *otlp) resource(s frames.StreamID, label *string, stream bool) []byte {
-	if !stream {
-		return []byte(`{"resourceLogs":[{"resource":{},`)
+// of label (nil: none); for damage (not of a stream), a resource naming
+// the damaged file: service.name "ds", ds.file.
+func (o *otlp) resource(s frames.StreamID, label *string, e *views.Entry) []byte {
+	if e.Kind == views.EntryDamage {
+		b := []byte(`{"resourceLogs":[{"resource":{"attributes":[`)
+		b = appendStringAttr(b, "service.name", "ds")
+		b = append(b, ',')
+		b = appendStringAttr(b, "ds.file", e.File)
+		return append(b, "]},"...)
 	}
 	if r, ok := o.resources[s]; ok {
 		return r
@@ -82,15 +90,25 @@ func (o *otlp) resource(s frames.StreamID, label *string, stream bool) []byte {
 }
 
 func (o *otlp) entry(e *views.Entry, label *string) {
-	b := append(o.b[:0], o.resource(e.Stream, label, e.Kind != views.EntryDamage)...)
+	b := append(o.b[:0], o.resource(e.Stream, label, e)...)
 	b = append(b, o.scope...)
 	b = append(b, '{')
-	if e.TimeNS > 0 && e.Kind != views.EntryDamage {
-		t := strconv.FormatInt(e.TimeNS, 10)
+	tm := e.TimeNS
+	if e.Kind == views.EntryDamage {
+		tm = o.lastNS // damage has no clock: the last time before it
+	} else {
+		o.lastNS = max(o.lastNS, tm)
+	}
+	if tm > 0 {
+		t := strconv.FormatInt(tm, 10)
 		b = append(b, `"timeUnixNano":"`...)
 		b = append(b, t...)
 		b = append(b, `","observedTimeUnixNano":"`...)
 		b = append(b, t...)
+		b = append(b, `",`...)
+	} else if e.Kind == views.EntryDamage {
+		b = append(b, `"observedTimeUnixNano":"`...)
+		b = strconv.AppendInt(b, o.now().UnixNano(), 10)
 		b = append(b, `",`...)
 	}
 	sev := severityInfo
@@ -130,7 +148,7 @@ func (o *otlp) entry(e *views.Entry, label *string) {
 func (o *otlp) appendBody(b []byte, e *views.Entry) []byte {
 	switch e.Kind {
 	case views.EntryLine:
-		return appendTextValue(b, e.Payload)
+		return appendTextValue(b, lineText(e))
 	case views.EntryRecord:
 		o.compact.Reset()
 		if json.Compact(&o.compact, e.Payload) == nil {

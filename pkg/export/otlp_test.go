@@ -110,27 +110,43 @@ func TestOTLPDecodesWithPdata(t *testing.T) {
 }
 
 // TestOTLPDamage checks the record of a damaged range: ERROR, a
-// resource without attributes (it belongs to no stream), the file and
-// offsets as attributes.
+// resource naming the file (it belongs to no stream), the file and
+// offsets as attributes, the time of the last record before it (or,
+// before any, only an observed time: now).
 func TestOTLPDamage(t *testing.T) {
 	e := &views.Entry{Kind: views.EntryDamage, File: "in.dss", Offset: 100, End: 140, Torn: true, Message: []byte("in.dss: bytes 100–140 torn")}
-	var b strings.Builder
-	enc := newOTLP(&output{w: bufio.NewWriter(&b)}, Options{})
-	enc.entry(e, nil)
-	enc.out.w.Flush()
-	var u plog.JSONUnmarshaler
-	logs, err := u.UnmarshalLogs([]byte(b.String()))
-	if err != nil {
-		t.Fatalf("%s: %v", b.String(), err)
-	}
-	rl := logs.ResourceLogs().At(0)
-	lr := rl.ScopeLogs().At(0).LogRecords().At(0)
-	want := map[string]any{"ds.note": "damaged", "ds.file": "in.dss", "ds.offset": int64(100), "ds.end": int64(140), "ds.torn": true}
-	if diff := cmp.Diff(want, lr.Attributes().AsRaw()); diff != "" {
-		t.Errorf("attributes (-want +got):\n%s", diff)
-	}
-	if rl.Resource().Attributes().Len() != 0 || lr.SeverityNumber() != plog.SeverityNumberError || lr.SeverityText() != "ERROR" ||
-		lr.Body().Str() != "in.dss: bytes 100–140 torn" || lr.Timestamp() != 0 {
-		t.Errorf("record %s", b.String())
+	for _, tc := range []struct {
+		name           string
+		before         int64 // the time of a line before it (0: none)
+		time, observed int64
+	}{{"first", 0, 0, 42e9}, {"after a line", 7e9, 7e9, 7e9}} {
+		var b strings.Builder
+		enc := newOTLP(&output{w: bufio.NewWriter(&b)}, Options{})
+		enc.now = func() time.Time { return time.Unix(42, 0) }
+		if tc.before > 0 {
+			enc.entry(&views.Entry{Kind: views.EntryLine, Channel: "x", TimeNS: tc.before, Payload: []byte("a")}, nil)
+		}
+		enc.out.w.Flush()
+		b.Reset()
+		enc.entry(e, nil)
+		enc.out.w.Flush()
+		var u plog.JSONUnmarshaler
+		logs, err := u.UnmarshalLogs([]byte(b.String()))
+		if err != nil {
+			t.Fatalf("%s: %s: %v", tc.name, b.String(), err)
+		}
+		rl := logs.ResourceLogs().At(0)
+		lr := rl.ScopeLogs().At(0).LogRecords().At(0)
+		want := map[string]any{"ds.note": "damaged", "ds.file": "in.dss", "ds.offset": int64(100), "ds.end": int64(140), "ds.torn": true}
+		if diff := cmp.Diff(want, lr.Attributes().AsRaw()); diff != "" {
+			t.Errorf("%s: attributes (-want +got):\n%s", tc.name, diff)
+		}
+		if diff := cmp.Diff(map[string]any{"service.name": "ds", "ds.file": "in.dss"}, rl.Resource().Attributes().AsRaw()); diff != "" {
+			t.Errorf("%s: resource (-want +got):\n%s", tc.name, diff)
+		}
+		if lr.SeverityNumber() != plog.SeverityNumberError || lr.SeverityText() != "ERROR" ||
+			lr.Body().Str() != "in.dss: bytes 100–140 torn" || int64(lr.Timestamp()) != tc.time || int64(lr.ObservedTimestamp()) != tc.observed {
+			t.Errorf("%s: record %s", tc.name, b.String())
+		}
 	}
 }

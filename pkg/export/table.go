@@ -43,7 +43,7 @@ func (t *table) entry(e *views.Entry, _ *string) {
 	text := t.text[:0]
 	switch e.Kind {
 	case views.EntryLine:
-		text = appendLossy(text, e.Payload)
+		text = appendLossy(text, lineText(e))
 	case views.EntryRecord:
 		t.compact.Reset()
 		if json.Compact(&t.compact, e.Payload) == nil {
@@ -87,6 +87,11 @@ func (t *table) row(cells []string, count bool) {
 		return
 	}
 	t.buf.Reset()
+	for i, c := range cells {
+		if hasControl(c) {
+			cells[i] = string(appendCSVCell(nil, c))
+		}
+	}
 	_ = t.csv.Write(cells) // a bytes.Buffer takes everything
 	t.csv.Flush()
 	t.emit(t.buf.Bytes(), count)
@@ -100,10 +105,52 @@ func (t *table) emit(b []byte, count bool) {
 	}
 }
 
+// isControl reports whether c is a C0 control other than tab, newline
+// and carriage return, or DEL: a byte a terminal acts on (ESC starts an
+// escape sequence) that CSV and TSV cells write as \xNN.
+func isControl(c byte) bool {
+	return (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f
+}
+
+// hasControl reports whether s holds a byte of [isControl].
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if isControl(s[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// appendHexEscape appends control byte c as \xNN (lower-case hex).
+func appendHexEscape(b []byte, c byte) []byte {
+	const hex = "0123456789abcdef"
+	return append(b, '\\', 'x', hex[c>>4], hex[c&0xf])
+}
+
+// appendCSVCell appends c with each byte of [isControl] written \xNN
+// (ESC is \x1b), so that a CSV printed on a terminal does not drive it;
+// the rest, backslash included, is left for encoding/csv to quote.
+func appendCSVCell(b []byte, c string) []byte {
+	for i := 0; i < len(c); i++ {
+		if isControl(c[i]) {
+			b = appendHexEscape(b, c[i])
+		} else {
+			b = append(b, c[i])
+		}
+	}
+	return b
+}
+
 // appendTSVCell appends c with tab, newline, carriage return and
-// backslash escaped as \t, \n, \r and \\.
+// backslash escaped as \t, \n, \r and \\, and each other byte of
+// [isControl] as \xNN (ESC is \x1b).
 func appendTSVCell(b []byte, c string) []byte {
 	for i := 0; i < len(c); i++ {
+		if isControl(c[i]) {
+			b = appendHexEscape(b, c[i])
+			continue
+		}
 		switch c[i] {
 		case '\t':
 			b = append(b, '\\', 't')

@@ -146,3 +146,29 @@ func parseTime(t *testing.T, s string) time.Time {
 	}
 	return tm
 }
+
+// TestControlsAndCR checks that no export hands a terminal its control
+// bytes and that a --pty line's CR before its newline is left out: CSV
+// and TSV write ESC, BEL (each C0 control but tab, newline and CR, and
+// DEL) as \xNN; CSV, TSV and OTLP text drop one CR before the newline.
+func TestControlsAndCR(t *testing.T) {
+	path := writeCapture(t, t.TempDir(), tick(0), out("\x1b[31mred\x1b[0m\a\x7f done\r\n"), out("50%\r100%\r\r\n"))
+	for _, tc := range []struct {
+		format Format
+		want   []string
+	}{
+		{CSV, []string{`,proc.make.stdout,2025-12-01T10:13:20Z,\x1b[31mred\x1b[0m\x07\x7f done` + "\n", `,"50%` + "\r" + `100%` + "\r\"\n"}},
+		{TSV, []string{"\t" + `\x1b[31mred\x1b[0m\x07\x7f done` + "\n", "\t" + `50%\r100%\r` + "\n"}},
+		{OTLP, []string{`"body":{"stringValue":"\u001b[31mred\u001b[0m\u0007` + "\x7f" + ` done"}`, `"body":{"stringValue":"50%\r100%\r"}`}},
+	} {
+		got, _, _ := export(t, Options{Format: tc.format}, path)
+		if tc.format != OTLP && strings.ContainsAny(got, "\x1b\a\x7f") {
+			t.Errorf("%v: a control byte left raw:\n%q", tc.format, got)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%v: no %q in\n%s", tc.format, w, got)
+			}
+		}
+	}
+}

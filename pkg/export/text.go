@@ -130,3 +130,15 @@ func noteName(k views.EntryKind) string {
 	}
 	return ""
 }
+
+// lineText returns the text of line entry e as a terminal shows it: one
+// CR before its newline left out (a --pty capture's CR LF), as are the
+// newline itself (already not in the payload). A partial line keeps
+// its bytes.
+func lineText(e *views.Entry) []byte {
+	p := e.Payload
+	if !e.Partial && len(p) > 0 && p[len(p)-1] == '\r' {
+		return p[:len(p)-1]
+	}
+	return p
+}
