@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,7 +46,7 @@ resumes, . (while paused) writes the next frame, q or ctrl-c quits. The
 terminal's mode is restored on exit. Otherwise ds play only writes at
 pace, until the end or until interrupted.
 
-` + selectionHelp + `
+` + playSelectionHelp + `
 
 ` + inputsHelp + `
 
@@ -56,7 +57,7 @@ first; 130 when interrupted (SIGINT, SIGTERM, q or ctrl-c).`,
 			&cli.StringFlag{Name: "idle-time-limit", Aliases: []string{"i"}, Usage: "wait at most `SECONDS` between two frames (2, 0.5, or 1m; 0: no limit)"},
 			&cli.BoolFlag{Name: "no-wait", Usage: "write everything at once (as -s 0)"},
 			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "replay only `CHANNEL` (exact name, or a prefix ending in .*); repeatable"},
-		}, append(selectionFlags(), natsFlags()...)...),
+		}, append(withoutFlag(selectionFlags(), "grep"), natsFlags()...)...),
 		Action: playAction,
 	}
 }
@@ -82,9 +83,6 @@ func playAction(ctx context.Context, c *cli.Command) error {
 	sel, err := readSelection(c)
 	if err != nil {
 		return err
-	}
-	if sel.Grep != nil {
-		return usagef("play: -g cannot be combined with ds play (it replays bytes exactly)")
 	}
 	if c.Args().Len() == 0 {
 		return usagef("play: name a capture (- for stdin)")
@@ -176,4 +174,22 @@ func terminalKeys(stdin any) (<-chan byte, func()) {
 		}
 	}()
 	return keys, func() { _ = term.Restore(fd, old) }
+}
+
+// playSelectionHelp is selectionHelp without -g, which ds play does not
+// take: it replays frames whole, and a line may span several.
+var playSelectionHelp = strings.Replace(selectionHelp, `-g/--grep RE (a Go regular expression matched against each line as shown,
+joined across frames, or a record's JSON; case-insensitive unless RE holds
+an upper-case letter, as journalctl does), --positions A-B.`, `--positions A-B (ds play takes no -g: it replays frames
+whole, and a line may span several).`, 1)
+
+// withoutFlag returns flags less the one named name.
+func withoutFlag(flags []cli.Flag, name string) []cli.Flag {
+	var out []cli.Flag
+	for _, f := range flags {
+		if !slices.Contains(f.Names(), name) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
