@@ -237,6 +237,7 @@ func (rd *reader) seen(ns int64) {
 
 // lineEntry takes an entry of the lines' printer.
 func (rd *reader) lineEntry(e *views.Entry) {
+	rd.seen(e.StartNS) // the first clock reading: ds log --time=since-start's origin
 	rd.seen(e.TimeNS)
 	r := rd.run
 	var text []byte
@@ -377,6 +378,7 @@ type hostSample struct {
 // recordEntry takes an entry of the records' printer: lifecycle and
 // host records.
 func (rd *reader) recordEntry(e *views.Entry) {
+	rd.seen(e.StartNS)
 	rd.seen(e.TimeNS)
 	if e.Kind != views.EntryRecord {
 		return

@@ -59,7 +59,13 @@ type started struct {
 }
 
 func (a *asciicast) entry(e *views.Entry, _ *string) {
-	if a.startNS == 0 && e.SteadyNS != 0 {
+	switch {
+	case a.startNS != 0:
+	case e.StartNS != 0:
+		// The inputs' first clock reading, as ds log --time=since-start
+		// measures from (its steady time is its wall time).
+		a.startNS, a.wallNS = e.StartNS, e.StartNS
+	case e.SteadyNS != 0:
 		a.startNS, a.wallNS = e.SteadyNS, e.TimeNS
 	}
 	switch {

@@ -73,9 +73,13 @@ type Entry struct {
 	// entries of a stream, measured by it, is never made up by a clock
 	// that was set (ds log --time=delta measures so).
 	SteadyNS int64
-	Payload  []byte
-	Partial  bool // EntryLine: printed without its newline
-	Late     bool // a frame that arrived after its stream went past it
+	// StartNS is the first datastream.clock reading of the inputs (0:
+	// none yet), in ns since the Unix epoch: the origin ds log
+	// --time=since-start and --since +D measure from, by SteadyNS.
+	StartNS int64
+	Payload []byte
+	Partial bool // EntryLine: printed without its newline
+	Late    bool // a frame that arrived after its stream went past it
 	// Conflict is a frame refused: another payload was stored first.
 	Conflict bool
 	// Message is what ds log prints for a note after its columns
@@ -96,7 +100,7 @@ type Entry struct {
 // p.entries (see jsonFrame).
 func (p *Printer) entryFrame(st *streamInfo, ci *chanInfo, kind segments.ItemKind, f *frames.Frame) {
 	e := Entry{Kind: EntryBytes, Stream: st.desc.Stream, ChannelID: f.Channel, Position: f.Position, LastPosition: f.Position,
-		TimeNS: st.clock.ns, SteadyNS: st.clock.steady, Payload: f.Payload, Late: kind == segments.ItemLate, Conflict: kind == segments.ItemConflict}
+		TimeNS: st.clock.ns, SteadyNS: st.clock.steady, StartNS: p.clock.startNS, Payload: f.Payload, Late: kind == segments.ItemLate, Conflict: kind == segments.ItemConflict}
 	if ci != nil {
 		e.Channel, e.Content = ci.name, ci.kind
 		if ci.kind == frames.KindJSONRecord && json.Valid(f.Payload) {
@@ -109,7 +113,7 @@ func (p *Printer) entryFrame(st *streamInfo, ci *chanInfo, kind segments.ItemKin
 // entryLine hands a text line to p.entries (see jsonText).
 func (p *Printer) entryLine(st *streamInfo, ci *chanInfo, sp lineSpan, line []byte) {
 	p.entries(&Entry{Kind: EntryLine, Stream: st.desc.Stream, Channel: ci.name, ChannelID: ci.id, Content: ci.kind,
-		Position: sp.pos, LastPosition: max(sp.last, sp.pos), TimeNS: p.clock.lineNS, SteadyNS: p.clock.lineSteady, Payload: line, Partial: !sp.nl})
+		Position: sp.pos, LastPosition: max(sp.last, sp.pos), TimeNS: p.clock.lineNS, SteadyNS: p.clock.lineSteady, StartNS: p.clock.startNS, Payload: line, Partial: !sp.nl})
 }
 
 // entryNote hands note e of stream st (nil: of an input) to p.entries,
@@ -118,6 +122,6 @@ func (p *Printer) entryNote(st *streamInfo, e Entry) {
 	if st != nil {
 		e.Stream = st.desc.Stream
 	}
-	e.TimeNS, e.SteadyNS, e.Message = p.clock.lineNS, p.clock.lineSteady, p.msg
+	e.TimeNS, e.SteadyNS, e.StartNS, e.Message = p.clock.lineNS, p.clock.lineSteady, p.clock.startNS, p.msg
 	p.entries(&e)
 }
