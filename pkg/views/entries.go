@@ -48,7 +48,8 @@ const (
 )
 
 // An Entry is one object of ds log --json, handed to LogOptions.Entries.
-// Its byte slices (Payload, Message) are valid only during the call.
+// It and its byte slices (Payload, Message) are valid only during the
+// call: the printer reuses them (one Entry, not one per line).
 type Entry struct {
 	Kind   EntryKind
 	Stream frames.StreamID
@@ -87,7 +88,8 @@ type Entry struct {
 // entryFrame hands frame f of channel ci (nil: none) of stream st to
 // p.entries (see jsonFrame).
 func (p *Printer) entryFrame(st *streamInfo, ci *chanInfo, kind segments.ItemKind, f *frames.Frame) {
-	e := Entry{Kind: EntryBytes, Stream: st.desc.Stream, ChannelID: f.Channel, Position: f.Position, LastPosition: f.Position,
+	e := &p.entry
+	*e = Entry{Kind: EntryBytes, Stream: st.desc.Stream, ChannelID: f.Channel, Position: f.Position, LastPosition: f.Position,
 		TimeNS: st.clock.ns, Payload: f.Payload, Late: kind == segments.ItemLate, Conflict: kind == segments.ItemConflict}
 	if ci != nil {
 		e.Channel, e.Content = ci.name, ci.kind
@@ -95,13 +97,14 @@ func (p *Printer) entryFrame(st *streamInfo, ci *chanInfo, kind segments.ItemKin
 			e.Kind = EntryRecord
 		}
 	}
-	p.entries(&e)
+	p.entries(e)
 }
 
 // entryLine hands a text line to p.entries (see jsonText).
 func (p *Printer) entryLine(st *streamInfo, ci *chanInfo, sp lineSpan, line []byte) {
-	p.entries(&Entry{Kind: EntryLine, Stream: st.desc.Stream, Channel: ci.name, ChannelID: ci.id, Content: ci.kind,
-		Position: sp.pos, LastPosition: max(sp.last, sp.pos), TimeNS: p.clock.lineNS, Payload: line, Partial: !sp.nl})
+	p.entry = Entry{Kind: EntryLine, Stream: st.desc.Stream, Channel: ci.name, ChannelID: ci.id, Content: ci.kind,
+		Position: sp.pos, LastPosition: max(sp.last, sp.pos), TimeNS: p.clock.lineNS, Payload: line, Partial: !sp.nl}
+	p.entries(&p.entry)
 }
 
 // entryNote hands note e of stream st (nil: of an input) to p.entries,
@@ -111,5 +114,6 @@ func (p *Printer) entryNote(st *streamInfo, e Entry) {
 		e.Stream = st.desc.Stream
 	}
 	e.TimeNS, e.Message = p.clock.lineNS, p.msg
-	p.entries(&e)
+	p.entry = e
+	p.entries(&p.entry)
 }

@@ -72,8 +72,9 @@ type LogOptions struct {
 	// Entries, if not nil, makes the printer write nothing: each object
 	// FormatJSON (one per text line) would print is handed to Entries as
 	// an [Entry] instead, in the same order ([Entry] has the rules);
-	// Format, JSONFrames, Color and Time are then ignored. ds report
-	// renders its HTML from them.
+	// Format, JSONFrames, Color and Time are then ignored. The *Entry is
+	// the printer's own, valid only during the call (it is reused for
+	// the next). ds report renders its HTML from them.
 	Entries func(*Entry)
 }
 
@@ -105,6 +106,7 @@ type Printer struct {
 	text    textLayout   // FormatText
 	json    jsonLayout   // FormatJSON
 	entries func(*Entry) // LogOptions.Entries (FormatJSON then)
+	entry   Entry        // the one handed to entries, reused: no allocation a line
 	line    []byte       // the line being rendered
 	msg     []byte       // scratch for a note's message
 }
