@@ -48,8 +48,9 @@ const (
 )
 
 // An Entry is one object of ds log --json, handed to LogOptions.Entries.
-// It and its byte slices (Payload, Message) are valid only during the
-// call: the printer reuses them (one Entry, not one per line).
+// It and its byte slices (Payload, Message) are the printer's, valid only
+// during the call and not to be changed: the printer reuses them (one
+// Entry, not one per line).
 type Entry struct {
 	Kind   EntryKind
 	Stream frames.StreamID
@@ -102,9 +103,13 @@ func (p *Printer) entryFrame(st *streamInfo, ci *chanInfo, kind segments.ItemKin
 
 // entryLine hands a text line to p.entries (see jsonText).
 func (p *Printer) entryLine(st *streamInfo, ci *chanInfo, sp lineSpan, line []byte) {
-	p.entry = Entry{Kind: EntryLine, Stream: st.desc.Stream, Channel: ci.name, ChannelID: ci.id, Content: ci.kind,
-		Position: sp.pos, LastPosition: max(sp.last, sp.pos), TimeNS: p.clock.lineNS, Payload: line, Partial: !sp.nl}
-	p.entries(&p.entry)
+	e := &p.entry
+	if e.Kind != EntryLine {
+		*e = Entry{} // a line sets the fields that follow: the rest stays zero
+	}
+	e.Kind, e.Stream, e.Channel, e.ChannelID, e.Content = EntryLine, st.desc.Stream, ci.name, ci.id, ci.kind
+	e.Position, e.LastPosition, e.TimeNS, e.Payload, e.Partial = sp.pos, max(sp.last, sp.pos), p.clock.lineNS, line, !sp.nl
+	p.entries(e)
 }
 
 // entryNote hands note e of stream st (nil: of an input) to p.entries,
