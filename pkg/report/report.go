@@ -303,11 +303,11 @@ type builder struct {
 	elisions        []Elided
 	lines, elided   uint64
 
-	errors     uint64
-	losses     []note // the page's list of losses and damage
-	nlosses    uint64
-	damage     []note
-	marks      []mark // loss, damage and exit times, for the charts
+	errors  uint64
+	losses  []note // the page's list of losses and damage
+	nlosses uint64
+	damage  []note
+	marks   []mark // loss, damage and exit times, for the charts
 
 	host      charts
 	kinds     []kindKey // the row kinds, by index

@@ -54,7 +54,7 @@ type sgr struct {
 }
 
 var (
-	plain    = sgr{fg: -1, bg: -1, fgRGB: -1, bgRGB: -1}
+	plain     = sgr{fg: -1, bg: -1, fgRGB: -1, bgRGB: -1}
 	escStyle  = sgr{fg: -1, bg: -1, fgRGB: -1, bgRGB: -1, own: 1} // bytes shown escaped, our notes
 	codeStyle = sgr{fg: -1, bg: -1, fgRGB: -1, bgRGB: -1, own: 2} // a command to type
 )
