@@ -427,3 +427,33 @@ func TestIsErrorLineEightAtATime(t *testing.T) {
 		}
 	}
 }
+
+// TestChartPoints checks that a series of more samples than the chart
+// has room for is drawn with the smallest and largest of each pixel
+// column, in time order, and a short one with every sample.
+func TestChartPoints(t *testing.T) {
+	short := &series{t: []int64{1, 2, 3}, v: []float64{5, 1, 9}}
+	if got := short.points(0, 10); len(got) != 3 || got[0] != 0 || got[2] != 2 {
+		t.Errorf("points of 3 samples = %v, want all", got)
+	}
+	const n = 100_000
+	s := &series{t: make([]int64, n), v: make([]float64, n)}
+	for i := range n {
+		s.t[i], s.v[i] = int64(i), float64(i%97)
+	}
+	s.v[54_321] = 1000 // a peak
+	got := s.points(0, n)
+	if len(got) > maxPoints || len(got) < int(chartW) {
+		t.Fatalf("%d points of %d samples, want from %d to %d", len(got), n, int(chartW), maxPoints)
+	}
+	peak := false
+	for i, j := range got {
+		if i > 0 && j <= got[i-1] {
+			t.Fatalf("points %v out of time order at %d", got[i-1:i+1], i)
+		}
+		peak = peak || j == 54_321
+	}
+	if !peak {
+		t.Error("the peak is not drawn")
+	}
+}
