@@ -49,7 +49,10 @@ A search box takes a regular expression, case-insensitive unless it has
 an upper-case letter (as -g); Enter goes to the next match, and "only
 matches" hides the other lines. Buttons go to the first error (or failed
 exit), the next, the exit and the first loss. Every line has an address,
-FILE.html#NODE#LIFE/POSITION (click its position to get it).
+FILE.html#NODE#LIFE/POSITION (click its position to get it). The log is
+held in the page as data and drawn as it is scrolled, one line a row (a
+page of a million lines opens in about a second; it needs JavaScript): a
+line longer than its row is shown whole below it when clicked.
 
 The page is kept under --max-size (20 MiB by default): when the log does
 not fit, its start and its end are shown, and of its middle the lines

@@ -188,12 +188,12 @@ func (c *charts) appendCharts(b []byte, t0, t1, base int64, marks []mark, multi 
 			ymax = max(ymax*1.1, 1)
 		}
 		b = append(b, `<figure class="chart"><figcaption>`...)
-		b = appendHTML(b, []byte(spec.title), false)
+		b = appendHTML(b, []byte(spec.title))
 		for i, s := range ss {
 			b = append(b, ` <span class="key k`...)
 			b = strconv.AppendInt(b, int64(i%8), 10)
 			b = append(b, `">`...)
-			b = appendHTML(b, []byte(seriesLabel(s, multi)), false)
+			b = appendHTML(b, []byte(seriesLabel(s, multi)))
 			b = append(b, `</span>`...)
 		}
 		if spec.ymax == 0 {
@@ -226,20 +226,20 @@ func (c *charts) appendCharts(b []byte, t0, t1, base int64, marks []mark, multi 
 			b = append(b, `" x2="`...)
 			b = append(b, xs...)
 			b = append(b, `" y1="0" y2="100"><title>`...)
-			b = appendHTML(b, []byte(m.title), false)
+			b = appendHTML(b, []byte(m.title))
 			b = append(b, `</title></line>`...)
 		}
 		for i, s := range ss {
 			b = append(b, `<polyline class="k`...)
 			b = strconv.AppendInt(b, int64(i%8), 10)
 			b = append(b, `" data-name="`...)
-			b = appendHTML(b, []byte(seriesLabel(s, multi)), false)
+			b = appendHTML(b, []byte(seriesLabel(s, multi)))
 			b = append(b, `" points="`...)
-			for j, t := range s.t {
-				if j > 0 {
+			for n, j := range s.points(t0, t1) {
+				if n > 0 {
 					b = append(b, ' ')
 				}
-				b = append(b, x(t)...)
+				b = append(b, x(s.t[j])...)
 				b = append(b, ',')
 				y := chartH - chartH*min(max(s.v[j], 0), ymax)/ymax
 				b = strconv.AppendFloat(b, y, 'f', 2, 64)
@@ -249,6 +249,51 @@ func (c *charts) appendCharts(b []byte, t0, t1, base int64, marks []mark, multi 
 		b = append(b, "</svg></figure>\n"...)
 	}
 	return b
+}
+
+// maxPoints is the most points a series is drawn with: two a column of
+// the chart's width.
+const maxPoints = 2 * int(chartW)
+
+// points returns the indexes of the samples of s drawn on the time axis
+// [t0, t1]: every one while they are at most maxPoints; past that, of
+// each of the chartW columns the smallest and the largest value (in
+// time order), so that a long capture's page stays small and its peaks
+// stay drawn.
+func (s *series) points(t0, t1 int64) []int {
+	all := make([]int, 0, min(len(s.t), maxPoints))
+	if len(s.t) <= maxPoints {
+		for j := range s.t {
+			all = append(all, j)
+		}
+		return all
+	}
+	var lo, hi [int(chartW)]int // index+1 of the column's smallest and largest
+	for j, t := range s.t {
+		c := int(chartW * float64(t-t0) / float64(t1-t0))
+		c = min(max(c, 0), int(chartW)-1)
+		switch {
+		case lo[c] == 0:
+			lo[c], hi[c] = j+1, j+1
+		case s.v[j] < s.v[lo[c]-1]:
+			lo[c] = j + 1
+		case s.v[j] > s.v[hi[c]-1]:
+			hi[c] = j + 1
+		}
+	}
+	for c := range lo {
+		a, z := lo[c]-1, hi[c]-1
+		switch {
+		case a < 0:
+		case a == z:
+			all = append(all, a)
+		case a < z:
+			all = append(all, a, z)
+		default:
+			all = append(all, z, a)
+		}
+	}
+	return all
 }
 
 // seriesLabel names a series; with several streams charted, its node

@@ -13,15 +13,20 @@
 //
 // The page: a summary per stream (command, exit, time, resource use,
 // losses with their reasons, damage), inline SVG charts on the log's time
-// axis (ms since the first clock reading), and the log, one element per
-// line with the id NODE#LIFE/POSITION (the first line of each position),
-// its time as data-t (ms from the same origin). Payload bytes are always
-// text: HTML's special characters are escaped, a line's SGR colours become
-// spans of the page's classes, every other control byte, escape sequence,
-// bidi control and byte that is not UTF-8 is shown escaped. A
-// Content-Security-Policy lets the page load nothing and run only its own
-// script (by its SHA-256), which is written for it (page.js, page.css),
-// with no library.
+// axis (ms since the first clock reading; past 2000 samples a series is
+// drawn with the smallest and largest of each pixel column), and the
+// log. The log is data, not markup: one JSON array a row, [KIND, STREAM,
+// POSITION, TIME, TEXT], in a <script type="application/json"> element
+// (every '<' written \u003c, so that no payload can end it), which the
+// page's script draws as text nodes, only the rows in view (virtual
+// scrolling, rows of a fixed height): a page of a million rows opens in
+// about a second. A row's address is NODE#LIFE/POSITION. Payload bytes
+// are always text: a line's SGR colours become segments of the page's
+// classes, every other control byte, escape sequence, bidi control and
+// byte that is not UTF-8 is shown escaped. A Content-Security-Policy
+// lets the page load nothing and run only its own script (by its
+// SHA-256), which is written for it (page.js, page.css), with no
+// library.
 //
 // A page is kept under a size budget ([Options].MaxBytes): the log's
 // first and last 45 % are kept, and of its middle the lines that matter

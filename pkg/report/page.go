@@ -54,12 +54,12 @@ func (b *builder) write(w io.Writer, files []views.FileSummary, streams []views.
 	h = append(h, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" content=\""...)
 	h = append(h, csp...)
 	h = append(h, "\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>ds report: "...)
-	h = appendHTML(h, []byte(b.title()), false)
+	h = appendHTML(h, []byte(b.title()))
 	h = append(h, "</title>\n<style>\n"...)
 	h = append(h, pageCSS...)
 	h = b.appendChannelCSS(h)
 	h = append(h, "</style></head>\n<body>\n<header><h1>"...)
-	h = appendHTML(h, []byte(b.title()), false)
+	h = appendHTML(h, []byte(b.title()))
 	h = append(h, "</h1>\n<nav><input id=\"q\" type=\"search\" placeholder=\"search the log (regexp; case-insensitive unless it has upper case)\" autocomplete=\"off\">"+
 		"<label><input id=\"only\" type=\"checkbox\"> only matches</label><span id=\"count\"></span>"+
 		"<button id=\"prev\" type=\"button\" title=\"previous match (Shift+Enter)\">↑</button><button id=\"next\" type=\"button\" title=\"next match (Enter)\">↓</button>"+
@@ -80,7 +80,13 @@ func (b *builder) write(w io.Writer, files []views.FileSummary, streams []views.
 		h = appendSince(h, hi, b.t0)
 		h = append(h, " s</span></div></section>\n"...)
 	}
-	h = append(h, "<section id=\"log\"><h2>Log</h2>\n<div id=\"rows\">\n"...)
+	h = append(h, "<section id=\"log\"><h2>Log</h2>\n<div id=\"view\" tabindex=\"0\"><div id=\"rows\"></div></div>\n<pre id=\"detail\" hidden></pre>\n"...)
+	h = append(h, "<noscript><p>The log is data this page's script shows: it needs JavaScript (ds log prints it).</p></noscript></section>\n</main>\n<div id=\"tip\" hidden></div>\n"...)
+	// The log's rows, as data: the first element says what the rows'
+	// numbers refer to (appendMeta), each row follows after a comma.
+	h = append(h, "<script id=\"ds-data\" type=\"application/json\">["...)
+	h = b.appendMeta(h)
+	h = append(h, '\n')
 	bw.Write(h)
 	bw.Write(b.head)
 	bw.Write(b.mid)
@@ -88,15 +94,49 @@ func (b *builder) write(w io.Writer, files []views.FileSummary, streams []views.
 		bw.Write(r)
 	}
 	t := make([]byte, 0, 16<<10)
-	t = append(t, "</div></section>\n</main>\n<div id=\"tip\" hidden></div>\n<script id=\"ds-meta\" type=\"application/json\">"...)
-	t = append(t, `{"firstError":`...)
-	t = appendJSONString(t, b.firstError)
-	t = append(t, "}</script>\n<script>"...)
+	t = append(t, "]</script>\n<script>"...)
 	t = append(t, pageJS...)
 	t = append(t, "</script>\n</body></html>\n"...)
 	bw.Write(t)
 	err := bw.Flush()
 	return cw.n, err
+}
+
+// appendMeta appends the object that says what the rows' numbers are:
+// {"streams": [NODE#LIFE, …] (a row's STREAM indexes it), "kinds":
+// [[CLASSES, WORD], …] (a row's KIND: its classes, and the word of its
+// kind column)}.
+func (b *builder) appendMeta(h []byte) []byte {
+	h = append(h, `{"streams":[`...)
+	for i, st := range b.order {
+		if i > 0 {
+			h = append(h, ',')
+		}
+		h = appendJSONString(h, st.id.String())
+	}
+	h = append(h, `],"kinds":[`...)
+	var cls []byte
+	for i, k := range b.kinds {
+		if i > 0 {
+			h = append(h, ',')
+		}
+		cls = append(cls[:0], 'l')
+		for j, name := range flagClasses {
+			if k.flags&(1<<j) != 0 {
+				cls = append(append(cls, ' '), name...)
+			}
+		}
+		if k.class >= 0 {
+			cls = append(cls, " c"...)
+			cls = strconv.AppendInt(cls, int64(k.class), 10)
+		}
+		h = append(h, '[')
+		h = appendJSONString(h, string(cls))
+		h = append(h, ',')
+		h = appendJSONString(h, whatWords[k.what])
+		h = append(h, ']')
+	}
+	return append(h, "]}"...)
 }
 
 // span returns the time axis of the charts: the log's first and last
@@ -181,10 +221,10 @@ func (b *builder) appendSummary(h []byte, files []views.FileSummary, streams []v
 	}
 	for _, s := range streams {
 		h = append(h, "<div class=\"stream\"><h3>"...)
-		h = appendHTML(h, []byte(s.Stream), false)
+		h = appendHTML(h, []byte(s.Stream))
 		if s.Label != nil {
 			h = append(h, " <small>"...)
-			h = appendHTML(h, []byte(*s.Label), false)
+			h = appendHTML(h, []byte(*s.Label))
 			h = append(h, "</small>"...)
 		}
 		h = append(h, "</h3><table>\n"...)
@@ -259,7 +299,7 @@ func (b *builder) appendSummary(h []byte, files []views.FileSummary, streams []v
 			h = append(h, "\">"...)
 			h = append(h, textfmt.Nouns(e.Lines, "line")...)
 			h = append(h, "</a>: <code>"...)
-			h = appendHTML(h, []byte(e.Command), false)
+			h = appendHTML(h, []byte(e.Command))
 			h = append(h, "</code></li>\n"...)
 		}
 		h = append(h, "</ul></div>\n"...)
@@ -286,10 +326,10 @@ func appendProc(h []byte, p *procState) []byte {
 		h = append(h, ">"...)
 		if p.exitRow != "" {
 			h = append(h, "<a href=\"#"...)
-			h = appendHTML(h, []byte(fragment(p.exitRow)), false)
+			h = appendHTML(h, []byte(fragment(p.exitRow)))
 			h = append(h, "\">"...)
 		}
-		h = appendHTML(h, []byte(exitText(p.exited)), false)
+		h = appendHTML(h, []byte(exitText(p.exited)))
 		if p.exitRow != "" {
 			h = append(h, "</a>"...)
 		}
@@ -306,13 +346,13 @@ func appendProc(h []byte, p *procState) []byte {
 // row2 appends a table row th, td (bad: styled as a failure).
 func row2(h []byte, th, td string, bad bool) []byte {
 	h = append(h, "<tr><th>"...)
-	h = appendHTML(h, []byte(th), false)
+	h = appendHTML(h, []byte(th))
 	h = append(h, "</th><td"...)
 	if bad {
 		h = append(h, " class=\"bad\""...)
 	}
 	h = append(h, ">"...)
-	h = appendHTML(h, []byte(td), false)
+	h = appendHTML(h, []byte(td))
 	return append(h, "</td></tr>\n"...)
 }
 
@@ -322,14 +362,14 @@ func appendNoteItem(h []byte, n note) []byte {
 	h = append(h, "<li>"...)
 	if n.rowID != "" {
 		h = append(h, "<a href=\"#"...)
-		h = appendHTML(h, []byte(fragment(n.rowID)), false)
+		h = appendHTML(h, []byte(fragment(n.rowID)))
 		h = append(h, "\">"...)
 	}
 	if n.stream != "" {
-		h = appendHTML(h, []byte(n.stream), false)
+		h = appendHTML(h, []byte(n.stream))
 		h = append(h, ": "...)
 	}
-	h = appendHTML(h, []byte(n.text), false)
+	h = appendHTML(h, []byte(n.text))
 	if n.rowID != "" {
 		h = append(h, "</a>"...)
 	}

@@ -17,7 +17,8 @@ import (
 )
 
 // DefaultMaxBytes is the size budget of a page when Options.MaxBytes is 0:
-// 20 MiB, which a browser opens in a few seconds.
+// 20 MiB, which Chromium opens in under 2 s (about 775 000 short rows,
+// on a busy 2-core machine; scripts/bench_report.sh).
 const DefaultMaxBytes = 20 << 20
 
 // MinMaxBytes is the smallest budget [Build] takes: the page's own
@@ -165,14 +166,13 @@ func (t *tee) Damage(offset, end int64, torn bool, err error) {
 type streamState struct {
 	id      frames.StreamID
 	index   int
-	idAttr  []byte // `NODE#LIFE/`, HTML-escaped, for the rows' ids
-	lastID  frames.Position
-	hasID   bool
 	chans   map[frames.ChannelID]*chanState
 	small   [64]*chanState // chans of the ids below 64 (registration hands out 1, 2, 3…)
 	clockID frames.ChannelID
 	clockNS int64 // its latest clock reading, as the charts see it
 	procs   []*procState
+	pos     frames.Position // the last row's position
+	posText []byte          // its text; nil: none yet
 }
 
 // chanState is one channel of a stream as the page shows it.
@@ -182,6 +182,9 @@ type chanState struct {
 	stderr bool
 	host   string // "cpu", "mem", "net", "gpu" for host samples; "" otherwise
 	proc   *procState
+	// linePrefix caches the start of the rows of its text lines,
+	// ",[KIND,STREAM,", by flags fSE|fER (nil: not yet).
+	linePrefix [4][]byte
 }
 
 // procState is what the lifecycle records of one process said.
@@ -225,16 +228,55 @@ func (l *lifecycle) failedExit() bool {
 // into buf.
 type tailBuf struct {
 	buf  []byte
-	rows []row // their html in buf
+	rows []row // their data in buf, one after the other
 }
 
-// row is one line of the log, rendered, kept for the page's tail.
+// row is one line of the log, rendered, kept for the page's tail. It
+// holds no pointer (a tail holds hundreds of thousands): its data is
+// buf[previous row's end:end] of its tail buffer, st the index of its
+// stream (-1: none).
 type row struct {
-	html      []byte
+	end       int
+	st        int32
 	important bool
-	st        *streamState
 	pos, last frames.Position
 }
+
+// A row kind is what the page's data says of a row besides its place and
+// text: its classes and the word of its kind column. The data has a
+// table of them ("kinds"), rows the index.
+type kindKey struct {
+	flags uint16
+	what  uint8 // index in whatWords
+	class int32 // the channel's cN, -1: none
+}
+
+// The flags of a row kind: each a class of the page's style.
+const (
+	fSE = 1 << iota // stderr
+	fER             // reads like an error
+	fLC             // lifecycle event
+	fEX             // an exit
+	fLS             // a loss or note
+	fDM             // damage
+	fEL             // an elided range
+)
+
+var flagClasses = []string{"se", "er", "lc", "ex", "ls", "dm", "el"}
+
+// whatWords are the words of the kind column.
+var whatWords = []string{"", "gap", "dropped", "lost", "start", "trimmed", "damage", "elided"}
+
+const (
+	whatNone = iota
+	whatGap
+	whatDropped
+	whatLost
+	whatStart
+	whatTrimmed
+	whatDamage
+	whatElided
+)
 
 // builder collects the page as the entries come.
 type builder struct {
@@ -262,15 +304,17 @@ type builder struct {
 	elisions        []Elided
 	lines, elided   uint64
 
-	firstError string // the id of the first error row
-	errors     uint64
-	losses     []note // the page's list of losses and damage
-	nlosses    uint64
-	damage     []note
-	marks      []mark // loss, damage and exit times, for the charts
+	errors  uint64
+	losses  []note // the page's list of losses and damage
+	nlosses uint64
+	damage  []note
+	marks   []mark // loss, damage and exit times, for the charts
 
-	host charts
-	line []byte // scratch
+	host      charts
+	kinds     []kindKey // the row kinds, by index
+	kindIndex map[kindKey]int32
+	ms        int64  // the last row's time (ms since t0)
+	msText    []byte // its text; nil: none yet
 }
 
 // note is one loss or damaged range as the summary lists it.
@@ -314,7 +358,6 @@ func (b *builder) stream(s frames.StreamID) *streamState {
 		return st
 	}
 	st := &streamState{id: s, index: len(b.order), chans: make(map[frames.ChannelID]*chanState)}
-	st.idAttr = appendHTML(nil, []byte(s.String()+"/"), false)
 	b.streams[s] = st
 	b.order = append(b.order, st)
 	return st
@@ -384,7 +427,40 @@ func (b *builder) frame(s frames.StreamID, f frames.Frame) {
 	b.host.add(st, c.host, f.Payload, st.clockNS)
 }
 
-// entry takes one object of the log (views.LogOptions.Entries).
+// kind returns the index of row kind k in the page's table, adding it.
+func (b *builder) kind(k kindKey) int32 {
+	if i, ok := b.kindIndex[k]; ok {
+		return i
+	}
+	if b.kindIndex == nil {
+		b.kindIndex = make(map[kindKey]int32)
+	}
+	i := int32(len(b.kinds))
+	b.kinds = append(b.kinds, k)
+	b.kindIndex[k] = i
+	return i
+}
+
+// linePrefix returns the start of the row of a text line of c (of
+// stream st) with flags (fSE, fER): ",[KIND,STREAM,".
+func (b *builder) linePrefix(c *chanState, st *streamState, flags uint16) []byte {
+	if p := c.linePrefix[flags]; p != nil {
+		return p
+	}
+	p := append([]byte{}, ',', '[')
+	p = strconv.AppendInt(p, int64(b.kind(kindKey{flags: flags, class: int32(c.class)})), 10)
+	p = append(p, ',')
+	p = strconv.AppendInt(p, int64(st.index), 10)
+	p = append(p, ',')
+	c.linePrefix[flags] = p
+	return p
+}
+
+// entry takes one object of the log (views.LogOptions.Entries) and
+// renders its row of the page's data: [KIND,STREAM,POSITION,TIME,TEXT]
+// (KIND an index in the kinds table, STREAM in the streams, -1 for
+// none; POSITION -1 for none; TIME ms since the page's origin, null
+// unknown; TEXT see appendText), after a comma, one a line.
 func (b *builder) entry(e *views.Entry) {
 	if e.TimeNS != 0 {
 		// The first time is the page's origin, once and for all: rows
@@ -404,11 +480,9 @@ func (b *builder) entry(e *views.Entry) {
 	if c != nil && c.host != "" && e.Kind == views.EntryRecord {
 		return // charted (see frame), not listed
 	}
-	l := b.line[:0]
-	l = append(l, `<div class="l`...)
 	important := false
-	var text []byte
-	var what string // the kind column of a note
+	var text, prefix []byte // prefix: a text line's row start
+	var k kindKey           // the row's kind, but a text line's
 	switch e.Kind {
 	case views.EntryLine:
 		text = e.Payload
@@ -416,110 +490,139 @@ func (b *builder) entry(e *views.Entry) {
 			text = text[:n-1]
 		}
 		text = lastSegment(text)
+		var flags uint16
 		if c != nil && c.stderr {
-			l = append(l, " se"...)
+			flags |= fSE
 		}
 		if isErrorLine(text) {
-			l = append(l, " er"...)
+			flags |= fER
 			important = true
+		}
+		if c != nil {
+			prefix = b.linePrefix(c, st, flags)
+		} else {
+			k.flags = flags
 		}
 	case views.EntryRecord, views.EntryBytes:
 		if c != nil && c.proc != nil && e.Kind == views.EntryRecord {
-			cls, msg := b.lifecycle(st, c.proc, e)
-			l = append(l, cls...)
+			flags, msg := b.lifecycle(st, c.proc, e)
+			k.flags = flags
 			text, important = []byte(msg), true
 		} else {
 			text = e.Payload
 		}
 	case views.EntryDamage:
-		l = append(l, " dm er"...)
-		what, text, important = "damage", e.Message, true
+		k.flags, k.what, text, important = fDM|fER, whatDamage, e.Message, true
 	default:
-		l = append(l, " ls"...)
+		k.flags = fLS
 		important = true
 		text = e.Message
 		switch e.Kind {
 		case views.EntryGap:
-			what = "gap"
+			k.what = whatGap
 		case views.EntryDrop:
-			what = "dropped"
+			k.what = whatDropped
 		case views.EntryTransport:
-			what = "lost"
+			k.what = whatLost
 		case views.EntryStart:
-			what, important = "start", false
+			k.what, important = whatStart, false
 		case views.EntryTrimmed:
-			what, important = "trimmed", false
+			k.what, important = whatTrimmed, false
 		}
 	}
-	if c != nil && what == "" {
-		l = append(l, " c"...)
-		l = strconv.AppendInt(l, int64(c.class), 10)
-	}
-	l = append(l, '"')
-	id := ""
-	if st != nil && (!st.hasID || e.Position != st.lastID) && e.Kind != views.EntryDamage {
-		st.hasID, st.lastID = true, e.Position
-		l = append(l, ` id="`...)
-		l = append(l, st.idAttr...)
-		l = strconv.AppendUint(l, uint64(e.Position), 10)
-		l = append(l, '"')
-		if important {
-			id = st.id.String() + "/" + strconv.FormatUint(uint64(e.Position), 10)
-		}
-	}
-	if e.TimeNS != 0 && b.t0 != 0 {
-		l = append(l, ` data-t="`...)
-		l = strconv.AppendInt(l, (e.TimeNS-b.t0)/1e6, 10)
-		l = append(l, '"')
-	}
-	l = append(l, "><a>"...)
+	d := b.dst()
+	n0 := len(*d)
+	l := *d
+	sti := int32(-1)
 	if st != nil {
-		l = strconv.AppendUint(l, uint64(e.Position), 10)
-	} else {
-		l = append(l, '!')
+		sti = int32(st.index)
 	}
-	l = append(l, "</a><u>"...)
-	l = appendSince(l, e.TimeNS, b.t0)
-	l = append(l, "</u><i>"...)
-	l = append(l, what...)
-	l = append(l, "</i><span>"...)
+	if prefix != nil {
+		l = append(l, prefix...)
+	} else {
+		k.class = -1
+		if c != nil && k.what == whatNone {
+			k.class = int32(c.class)
+		}
+		l = append(l, ',', '[')
+		l = strconv.AppendInt(l, int64(b.kind(k)), 10)
+		l = append(l, ',')
+		l = strconv.AppendInt(l, int64(sti), 10)
+		l = append(l, ',')
+	}
+	if st != nil {
+		l = st.appendPosition(l, e.Position)
+	} else {
+		l = append(l, '-', '1')
+	}
+	l = append(l, ',')
+	if e.TimeNS != 0 && b.t0 != 0 {
+		l = b.appendTime(l, e.TimeNS)
+	} else {
+		l = append(l, "null"...)
+	}
+	l = append(l, ',')
+	pre := ""
 	switch {
 	case e.Late:
-		l = append(l, `<span class="x">[late]</span> `...)
+		pre = "[late]"
 	case e.Conflict:
-		l = append(l, `<span class="x">[conflict: another payload was stored first]</span> `...)
+		pre = "[conflict: another payload was stored first]"
 	}
 	shown := text
 	if len(shown) > maxPayloadShown {
 		shown = shown[:maxPayloadShown]
 	}
-	switch {
-	case e.Kind == views.EntryRecord && (c == nil || c.proc == nil):
-		l = appendHTML(l, compactJSON(shown, e.Payload), false)
-	default:
-		l = appendHTML(l, shown, e.Kind == views.EntryLine)
+	if e.Kind == views.EntryRecord && (c == nil || c.proc == nil) {
+		shown = compactJSON(shown, e.Payload)
 	}
-	if len(text) > len(shown) {
-		l = append(l, `<span class="x"> … `...)
-		l = strconv.AppendInt(l, int64(len(text)-len(shown)), 10)
-		l = append(l, ` more bytes (ds log shows them)</span>`...)
-	}
-	l = append(l, "</span></div>\n"...)
-	b.line = l
+	l = appendText(l, pre, shown, e.Kind == views.EntryLine, len(text)-min(len(text), maxPayloadShown))
+	*d = append(l, ']', '\n')
 	if important {
-		b.noteImportant(e, st, c, id, text)
+		b.noteImportant(e, st, c, text)
 	}
-	if b.tail[b.cur].buf == nil && b.headFull {
-		for i := range b.tail {
-			b.tail[i].buf = make([]byte, 0, b.tailCap+len(l))
-		}
-	}
-	b.add(row{html: l, important: important, st: st, pos: e.Position, last: e.LastPosition})
+	b.placed(n0, row{important: important, st: sti, pos: e.Position, last: e.LastPosition})
 }
 
-// noteImportant lists an important row in the summary (losses, damage)
-// and on the charts' time axis, and remembers the first error.
-func (b *builder) noteImportant(e *views.Entry, st *streamState, c *chanState, id string, text []byte) {
+// appendPosition appends pos in decimal: the text of the last one,
+// incremented when pos is the next (a row's position is most often the
+// last row's or the next).
+func (st *streamState) appendPosition(l []byte, pos frames.Position) []byte {
+	switch {
+	case st.posText != nil && pos == st.pos:
+	case st.posText != nil && pos == st.pos+1:
+		st.pos = pos
+		i := len(st.posText) - 1
+		for ; i >= 0 && st.posText[i] == '9'; i-- {
+			st.posText[i] = '0'
+		}
+		if i >= 0 {
+			st.posText[i]++
+		} else {
+			st.posText = append(st.posText[:1], st.posText...)
+			st.posText[0] = '1'
+		}
+	default:
+		st.pos = pos
+		st.posText = strconv.AppendUint(st.posText[:0], uint64(pos), 10)
+	}
+	return append(l, st.posText...)
+}
+
+// appendTime appends a row's time, ns, in ms since the page's origin
+// (the text of the last one when it is the same ms).
+func (b *builder) appendTime(l []byte, ns int64) []byte {
+	ms := (ns - b.t0) / 1e6
+	if b.msText == nil || ms != b.ms {
+		b.ms = ms
+		b.msText = strconv.AppendInt(b.msText[:0], ms, 10)
+	}
+	return append(l, b.msText...)
+}
+
+// noteImportant counts an important row and lists it in the summary
+// (losses, damage) and on the charts' time axis.
+func (b *builder) noteImportant(e *views.Entry, st *streamState, c *chanState, text []byte) {
 	stream := ""
 	if st != nil {
 		stream = st.id.String()
@@ -527,39 +630,39 @@ func (b *builder) noteImportant(e *views.Entry, st *streamState, c *chanState, i
 	switch e.Kind {
 	case views.EntryLine:
 		b.errors++
-		if b.firstError == "" {
-			b.firstError = id
-		}
 		return
 	case views.EntryRecord:
 		if c != nil && c.proc != nil && c.proc.exited != nil && c.proc.exitRow == "" {
-			c.proc.exitRow = id
+			c.proc.exitRow = rowID(st, e.Position)
 			cls := "mx"
 			if c.proc.exited.failedExit() {
 				cls = "mx mf"
-				if b.firstError == "" {
-					b.firstError = id
-				}
 			}
 			b.marks = append(b.marks, mark{e.TimeNS, cls, string(text)})
 		}
 		return
 	case views.EntryDamage:
 		if len(b.damage) < 100 {
-			b.damage = append(b.damage, note{stream, string(text), id})
-		}
-		if b.firstError == "" {
-			b.firstError = id
+			b.damage = append(b.damage, note{stream, string(text), ""})
 		}
 	default:
 		b.nlosses++
 		if len(b.losses) < 100 {
-			b.losses = append(b.losses, note{stream, kindWord(e.Kind) + " " + string(text), id})
+			b.losses = append(b.losses, note{stream, kindWord(e.Kind) + " " + string(text), rowID(st, e.Position)})
 		}
 	}
 	if len(b.marks) < 1000 {
 		b.marks = append(b.marks, mark{e.TimeNS, "ml", kindWord(e.Kind) + ": " + string(text)})
 	}
+}
+
+// rowID returns the address of position pos of st: NODE#LIFE/POSITION
+// ("" for no stream).
+func rowID(st *streamState, pos frames.Position) string {
+	if st == nil {
+		return ""
+	}
+	return st.id.String() + "/" + strconv.FormatUint(uint64(pos), 10)
 }
 
 func kindWord(k views.EntryKind) string {
@@ -577,94 +680,115 @@ func kindWord(k views.EntryKind) string {
 }
 
 // lifecycle reads a proc.lifecycle record of p and returns the row's
-// classes and the text shown for it.
-func (b *builder) lifecycle(st *streamState, p *procState, e *views.Entry) (string, string) {
+// flags and the text shown for it.
+func (b *builder) lifecycle(st *streamState, p *procState, e *views.Entry) (uint16, string) {
 	var l lifecycle
 	if json.Unmarshal(e.Payload, &l) != nil {
-		return " lc", string(e.Payload)
+		return fLC, string(e.Payload)
 	}
 	switch l.Event {
 	case "started":
 		if p.started == nil {
 			p.started = &l
 		}
-		return " lc", "started " + p.label + " (pid " + strconv.Itoa(l.PID) + "): " + shellJoin(l.Argv)
+		return fLC, "started " + p.label + " (pid " + strconv.Itoa(l.PID) + "): " + shellJoin(l.Argv)
 	case "spawn_failed":
 		if p.failed == nil {
 			p.failed = &l
 		}
-		return " lc ex er", "could not start " + p.label + ": " + l.Error
+		return fLC | fEX | fER, "could not start " + p.label + ": " + l.Error
 	case "exited":
 		if p.exited == nil {
 			p.exited = &l
 		}
-		cls := " lc ex"
+		flags := uint16(fLC | fEX)
 		if l.failedExit() {
-			cls = " lc ex er"
+			flags |= fER
 		}
-		return cls, p.label + " " + exitText(&l) + usageText(&l)
+		return flags, p.label + " " + exitText(&l) + usageText(&l)
 	}
-	return " lc", compactString(e.Payload)
+	return fLC, compactString(e.Payload)
 }
 
-// add places one rendered row: in the head while it has room, then in
-// the tail. The tail is two buffers, each of up to tailCap bytes: rows go
-// into the current one; when it is full, the previous one's rows are
-// evicted (kept in the middle or elided), and it becomes the current one,
-// emptied. At the end (finishTail), the previous buffer's oldest rows are
-// evicted until both hold at most tailCap bytes: the last tailCap bytes
-// of rows are kept, and no row is copied or allocated twice.
-func (b *builder) add(r row) {
+// dst returns the buffer the next row is rendered into, appended to:
+// the head while it has room, then the current tail buffer.
+func (b *builder) dst() *[]byte {
+	if !b.headFull {
+		return &b.head
+	}
+	return &b.tail[b.cur].buf
+}
+
+// placed places the row just rendered at n0 of dst(): in the head while
+// it has room, then in the tail. The tail is two buffers, each of up to
+// tailCap bytes: rows go into the current one; when it is full, the
+// previous one's rows are evicted (kept in the middle or elided), and it
+// becomes the current one, emptied. At the end (finishTail), the
+// previous buffer's oldest rows are evicted until both hold at most
+// tailCap bytes: the last tailCap bytes of rows are kept, and rows are
+// rendered where they are kept (copied only when a buffer turns).
+func (b *builder) placed(n0 int, r row) {
 	b.lines++
 	if !b.headFull {
-		if len(b.head)+len(r.html) <= b.headCap {
-			b.head = append(b.head, r.html...)
+		if len(b.head) <= b.headCap {
 			return
 		}
 		b.headFull = true
+		for i := range b.tail {
+			b.tail[i].buf = make([]byte, 0, b.tailCap+64<<10)
+		}
+		cur := &b.tail[b.cur]
+		cur.buf = append(cur.buf, b.head[n0:]...)
+		b.head = b.head[:n0]
+		r.end = len(cur.buf)
+		cur.rows = append(cur.rows, r)
+		return
 	}
 	cur := &b.tail[b.cur]
-	if len(cur.buf) > 0 && len(cur.buf)+len(r.html) > b.tailCap {
+	if n0 > 0 && len(cur.buf) > b.tailCap {
 		prev := &b.tail[1-b.cur]
-		for _, pr := range prev.rows {
-			b.evict(pr)
-		}
-		prev.buf, prev.rows = prev.buf[:0], prev.rows[:0]
+		b.evictAll(prev)
+		prev.buf = append(prev.buf[:0], cur.buf[n0:]...)
+		prev.rows = prev.rows[:0]
+		cur.buf = cur.buf[:n0]
 		b.cur = 1 - b.cur
 		cur = prev
 	}
-	n := len(cur.buf)
-	cur.buf = append(cur.buf, r.html...)
-	r.html = cur.buf[n:]
+	r.end = len(cur.buf)
 	cur.rows = append(cur.rows, r)
 }
 
+// evictAll evicts every row of t, in order.
+func (b *builder) evictAll(t *tailBuf) {
+	start := 0
+	for _, r := range t.rows {
+		b.evict(r, t.buf[start:r.end])
+		start = r.end
+	}
+}
+
 // finishTail evicts the previous tail buffer's oldest rows until the
-// tail holds at most tailCap bytes, and returns the rows kept, in order.
+// tail holds at most tailCap bytes, and returns the data of the rows
+// kept, in order.
 func (b *builder) finishTail() [][]byte {
 	prev, cur := &b.tail[1-b.cur], &b.tail[b.cur]
 	size := len(prev.buf) + len(cur.buf)
-	i := 0
+	i, start := 0, 0
 	for ; i < len(prev.rows) && size > b.tailCap; i++ {
-		size -= len(prev.rows[i].html)
-		b.evict(prev.rows[i])
+		r := prev.rows[i]
+		size -= r.end - start
+		b.evict(r, prev.buf[start:r.end])
+		start = r.end
 	}
-	var out [][]byte
-	for _, r := range prev.rows[i:] {
-		out = append(out, r.html)
-	}
-	for _, r := range cur.rows {
-		out = append(out, r.html)
-	}
-	return out
+	return [][]byte{prev.buf[start:], cur.buf}
 }
 
-// evict takes a row that left the tail ring: kept in the middle when it
-// is important and fits, elided otherwise.
-func (b *builder) evict(r row) {
-	if r.important && len(b.mid)+len(r.html) <= b.midCap {
+// evict takes a row that left the tail ring, its data l: kept in the
+// middle when it is important and fits, elided otherwise.
+func (b *builder) evict(r row, l []byte) {
+	if r.important && len(b.mid)+len(l) <= b.midCap {
 		b.closeRun()
-		b.mid = append(b.mid, r.html...)
+		b.mid = append(b.mid, l...)
 		return
 	}
 	b.elided++
@@ -672,17 +796,18 @@ func (b *builder) evict(r row) {
 		b.run = &elision{}
 	}
 	b.run.lines++
-	if r.st == nil {
+	if r.st < 0 {
 		return
 	}
+	id := b.order[r.st].id
 	for i := range b.run.ranges {
 		sr := &b.run.ranges[i]
-		if sr.Stream == r.st.id {
+		if sr.Stream == id {
 			sr.From, sr.To = min(sr.From, r.pos), max(sr.To, r.last, r.pos)
 			return
 		}
 	}
-	b.run.ranges = append(b.run.ranges, StreamRange{Stream: r.st.id, From: r.pos, To: max(r.last, r.pos)})
+	b.run.ranges = append(b.run.ranges, StreamRange{Stream: id, From: r.pos, To: max(r.last, r.pos)})
 }
 
 // closeRun ends the elided range being collected: a row of the middle
@@ -699,28 +824,35 @@ func (b *builder) closeRun() {
 	e.Command = strings.Join(cmds, "; ")
 	b.elisions = append(b.elisions, e)
 	b.run = nil
-	m := b.mid
-	m = append(m, `<div class="l el" id="elided-`...)
-	m = strconv.AppendInt(m, int64(len(b.elisions)), 10)
-	m = append(m, `"><a>…</a><u></u><i>elided</i><span>`...)
-	m = strconv.AppendUint(m, e.Lines, 10)
-	m = append(m, " lines left off to keep the page under "...)
-	m = append(m, sizeText(b.opts.MaxBytes)...)
-	m = append(m, "; "...)
+	m := append(b.mid, ',', '[')
+	m = strconv.AppendInt(m, int64(b.kind(kindKey{flags: fEL, what: whatElided, class: -1})), 10)
+	m = append(m, ",-1,"...)
+	m = strconv.AppendInt(m, int64(len(b.elisions)), 10) // its address: elided-N
+	m = append(m, ",null,"...)
+	var t []byte
+	t = strconv.AppendUint(t, e.Lines, 10)
+	t = append(t, " lines left off to keep the page under "...)
+	t = append(t, sizeText(b.opts.MaxBytes)...)
+	t = append(t, "; "...)
 	for i, sr := range e.Ranges {
 		if i > 0 {
-			m = append(m, ", "...)
+			t = append(t, ", "...)
 		}
-		m = append(m, "positions "...)
-		m = strconv.AppendUint(m, uint64(sr.From), 10)
-		m = append(m, "–"...)
-		m = strconv.AppendUint(m, uint64(sr.To), 10)
-		m = append(m, " of "...)
-		m = appendHTML(m, []byte(sr.Stream.String()), false)
+		t = append(t, "positions "...)
+		t = strconv.AppendUint(t, uint64(sr.From), 10)
+		t = append(t, "–"...)
+		t = strconv.AppendUint(t, uint64(sr.To), 10)
+		t = append(t, " of "...)
+		t = append(t, sr.Stream.String()...)
 	}
-	m = append(m, ": <code>"...)
-	m = appendHTML(m, []byte(e.Command), false)
-	m = append(m, "</code></span></div>\n"...)
+	t = append(t, ": "...)
+	w := segWriter{b: append(m, '[')}
+	w.start(plain)
+	w.text(t, false)
+	w.start(codeStyle)
+	w.text([]byte(e.Command), false)
+	w.close()
+	m = append(w.b, ']', ']', '\n')
 	b.mid = m
 }
 

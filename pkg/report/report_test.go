@@ -1,36 +1,32 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestAppendHTML(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		in     string
-		colour bool
-		want   string
+		name string
+		in   string
+		want string
 	}{
-		{"plain", "make: ok", true, "make: ok"},
-		{"markup is text", `<script>alert("x")</script> & 'y'`, true, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &#39;y&#39;"},
-		{"end of page", "</html></body><!--", true, "&lt;/html&gt;&lt;/body&gt;&lt;!--"},
-		{"sgr red", "\x1b[31mred\x1b[0m done", true, `<span class="f1">red</span> done`},
-		{"sgr bold bright", "\x1b[1;92mok\x1b[m", true, `<span class="f10 sb">ok</span>`},
-		{"sgr 256 and rgb", "\x1b[38;5;208ma\x1b[48;2;1;2;3mb\x1b[0m", true, `<span class="" style="color:#ff8700;">a</span><span class="" style="color:#ff8700;background:#010203">b</span>`},
-		{"sgr left open", "\x1b[4mund", true, `<span class="su">und</span>`},
-		{"sgr off: escaped", "\x1b[31mred", false, `<span class="x">\x1b</span>[31mred`},
-		{"other csi escaped", "\x1b[2Jclear", true, `<span class="x">\x1b</span>[2Jclear`},
-		{"osc escaped", "\x1b]0;title\x07x", true, `<span class="x">\x1b</span>]0;title<span class="x">\x07</span>x`},
-		{"not utf-8", "a\xffb", true, `a<span class="x">\xff</span>b`},
-		{"bidi shown", "a\u202eb", true, `a<span class="x">\u{202e}</span>b`},
-		{"tab kept", "a\tb", true, "a\tb"},
-		{"utf-8 kept", "héllo → ✓", true, "héllo → ✓"},
+		{"plain", "make: ok", "make: ok"},
+		{"markup is text", `<script>alert("x")</script> & 'y'`, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &#39;y&#39;"},
+		{"end of page", "</html></body><!--", "&lt;/html&gt;&lt;/body&gt;&lt;!--"},
+		{"sgr escaped", "\x1b[31mred", `<span class="x">\x1b</span>[31mred`},
+		{"osc escaped", "\x1b]0;title\x07x", `<span class="x">\x1b</span>]0;title<span class="x">\x07</span>x`},
+		{"not utf-8", "a\xffb", `a<span class="x">\xff</span>b`},
+		{"bidi shown", "a\u202eb", `a<span class="x">\u{202e}</span>b`},
+		{"tab kept", "a\tb", "a\tb"},
+		{"utf-8 kept", "héllo → ✓", "héllo → ✓"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := string(appendHTML(nil, []byte(tc.in), tc.colour)); got != tc.want {
+			if got := string(appendHTML(nil, []byte(tc.in))); got != tc.want {
 				t.Errorf("appendHTML(%q) = %q, want %q", tc.in, got, tc.want)
 			}
 		})
@@ -38,17 +34,17 @@ func TestAppendHTML(t *testing.T) {
 }
 
 // ourTags matches the only markup appendHTML writes.
-var ourTags = regexp.MustCompile(`<span class="[a-z0-9 ]*"( style="[a-z:#0-9;]*")?>|</span>`)
+var ourTags = regexp.MustCompile(`<span class="x">|</span>`)
 
 // FuzzAppendHTML checks that nothing of a payload becomes markup: once
 // our own spans are taken out, no '<', '>' or quote is left, and every
 // '&' starts one of our entities.
 func FuzzAppendHTML(f *testing.F) {
-	for _, s := range []string{"<script>x</script>", "\x1b[31mred\x1b[0m", "\x1b[38;5;300;48;2;999;1;1m<", "a\xff\u202e&amp;", "\x1b[", "\x1b[;;m\"'"} {
-		f.Add([]byte(s), true)
+	for _, s := range []string{"<script>x</script>", "\x1b[31mred\x1b[0m", "a\xff\u202e&amp;", "\x1b[;;m\"'"} {
+		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, in []byte, colour bool) {
-		out := ourTags.ReplaceAllString(string(appendHTML(nil, in, colour)), "")
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out := ourTags.ReplaceAllString(string(appendHTML(nil, in)), "")
 		if i := strings.IndexAny(out, `<>"'`); i >= 0 {
 			t.Fatalf("appendHTML(%q) leaves %q of markup: %q", in, out[i], out)
 		}
@@ -67,6 +63,93 @@ func FuzzAppendHTML(f *testing.F) {
 				t.Fatalf("appendHTML(%q): a bare & in %q", in, out)
 			}
 			rest = rest[1:]
+		}
+	})
+}
+
+func TestAppendText(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		pre    string
+		in     string
+		colour bool
+		more   int
+		want   string
+	}{
+		{"plain", "", "make: ok", true, 0, `"make: ok"`},
+		{"short", "", "7", true, 0, `"7"`},
+		{"empty", "", "", true, 0, `""`},
+		{"markup", "", `<script>alert("x")</script> & \`, true, 0, `"\u003cscript>alert(\"x\")\u003c/script> & \\"`},
+		{"end of script", "", "</script><!--", true, 0, `"\u003c/script>\u003c!--"`},
+		{"tab and utf-8", "", "a\tb héllo → ✓", true, 0, `"a\tb héllo → ✓"`},
+		{"sgr red", "", "\x1b[31mred\x1b[0m done", true, 0, `[["f1","red"]," done"]`},
+		{"sgr bold bright", "", "\x1b[1;92mok\x1b[m", true, 0, `[["f10 sb","ok"]]`},
+		{"sgr 256 and rgb", "", "\x1b[38;5;208ma\x1b[48;2;1;2;3mb\x1b[0m", true, 0, `[["","a","#ff8700",""],["","b","#ff8700","#010203"]]`},
+		{"sgr left open", "", "\x1b[4mund", true, 0, `[["su","und"]]`},
+		{"sgr that changes nothing", "", "a\x1b[0mb", true, 0, `["ab"]`},
+		{"sgr off: escaped", "", "\x1b[31mred", false, 0, `[["x","\\x1b"],"[31mred"]`},
+		{"other csi escaped", "", "\x1b[2Jclear", true, 0, `[["x","\\x1b"],"[2Jclear"]`},
+		{"escape in colour", "", "\x1b[31ma\x07b<", true, 0, `[["f1","a"],["x","\\x07"],["f1","b\u003c"]]`},
+		{"not utf-8", "", "a\xffb", true, 0, `["a",["x","\\xff"],"b"]`},
+		{"bidi shown", "", "a\u202eb", true, 0, `["a",["x","\\u{202e}"],"b"]`},
+		{"late", "[late]", "x", true, 0, `[["x","[late]"]," x"]`},
+		{"more", "", "abc", true, 20, `["abc",["x"," … 20 more bytes (ds log shows them)"]]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := string(appendText([]byte("["), tc.pre, []byte(tc.in), tc.colour, tc.more))
+			if got != "["+tc.want {
+				t.Errorf("appendText(%q) = %s, want %s", tc.in, got[1:], tc.want)
+			}
+		})
+	}
+}
+
+// FuzzAppendText checks that a row's text is valid JSON holding no '<'
+// (nothing can end the script element), made only of strings and
+// segments of our classes, and that it reads as the payload's text.
+func FuzzAppendText(f *testing.F) {
+	for _, s := range []string{"<script>x</script>", "\x1b[31mred\x1b[0m", "\x1b[38;5;300;48;2;999;1;1m<", "a\xff\u202e&amp;", "\x1b[", "\x1b[;;m\"'", "12345678", "</script"} {
+		f.Add([]byte(s), true)
+	}
+	classes := regexp.MustCompile(`^(x|((f|b)[0-9]+|s[bdiru])( ((f|b)[0-9]+|s[bdiru]))*)?$`)
+	colour := regexp.MustCompile(`^(#[0-9a-f]{6})?$`)
+	f.Fuzz(func(t *testing.T, in []byte, c bool) {
+		out := appendText(nil, "", in, c, 0)
+		if i := strings.IndexByte(string(out), '<'); i >= 0 {
+			t.Fatalf("appendText(%q) = %s: a '<' at %d", in, out, i)
+		}
+		var v any
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("appendText(%q) = %s: %v", in, out, err)
+		}
+		text, ok := v.(string)
+		if segs, isArray := v.([]any); isArray {
+			ok, text = true, ""
+			for _, g := range segs {
+				switch g := g.(type) {
+				case string:
+					text += g
+				case []any:
+					if len(g) != 2 && len(g) != 4 {
+						t.Fatalf("appendText(%q) = %s: segment %v", in, out, g)
+					}
+					for i, x := range g {
+						s, _ := x.(string)
+						if i == 0 && !classes.MatchString(s) || i >= 2 && !colour.MatchString(s) {
+							t.Fatalf("appendText(%q) = %s: segment %v", in, out, g)
+						}
+					}
+					text += g[1].(string)
+				default:
+					ok = false
+				}
+			}
+		}
+		if !ok {
+			t.Fatalf("appendText(%q) = %s: neither a string nor segments", in, out)
+		}
+		if !c && utf8.Valid(in) && !strings.ContainsFunc(string(in), func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f || hiddenRune(r) }) && text != string(in) {
+			t.Fatalf("appendText(%q) reads %q", in, text)
 		}
 	})
 }
@@ -99,6 +182,86 @@ func TestLastSegment(t *testing.T) {
 	}
 }
 
+// pageRow is one row of a page's data, as its script reads it.
+type pageRow struct {
+	Class, What string // from the kinds table
+	Stream      string // "" for none
+	Pos         int64  // -1 for none; an elided range's number
+	T           *int64 // ms since the page's origin
+	Text        string // the text shown, segments joined
+	Raw         string // the text as written: a JSON string or segments
+}
+
+// pageRows reads the rows of page's data (the ds-data element).
+func pageRows(t testing.TB, page string) []pageRow {
+	t.Helper()
+	const open = `<script id="ds-data" type="application/json">`
+	i := strings.Index(page, open)
+	if i < 0 {
+		t.Fatal("the page has no ds-data element")
+	}
+	rest := page[i+len(open):]
+	j := strings.Index(rest, "</script>")
+	if j < 0 {
+		t.Fatal("ds-data does not end")
+	}
+	var data []json.RawMessage
+	if err := json.Unmarshal([]byte(rest[:j]), &data); err != nil {
+		t.Fatalf("ds-data: %v", err)
+	}
+	var meta struct {
+		Streams []string
+		Kinds   [][2]string
+	}
+	if len(data) == 0 || json.Unmarshal(data[0], &meta) != nil {
+		t.Fatalf("ds-data has no meta: %.200s", rest)
+	}
+	var rows []pageRow
+	for _, d := range data[1:] {
+		var r []json.RawMessage
+		var kind, stream int
+		var pr pageRow
+		if json.Unmarshal(d, &r) != nil || len(r) != 5 || json.Unmarshal(r[0], &kind) != nil || json.Unmarshal(r[1], &stream) != nil ||
+			json.Unmarshal(r[2], &pr.Pos) != nil || json.Unmarshal(r[3], &pr.T) != nil || kind >= len(meta.Kinds) || stream >= len(meta.Streams) {
+			t.Fatalf("row %s", d)
+		}
+		pr.Class, pr.What = meta.Kinds[kind][0], meta.Kinds[kind][1]
+		if stream >= 0 {
+			pr.Stream = meta.Streams[stream]
+		}
+		pr.Raw = string(r[4])
+		var x any
+		if err := json.Unmarshal(r[4], &x); err != nil {
+			t.Fatalf("row %s: %v", d, err)
+		}
+		switch x := x.(type) {
+		case string:
+			pr.Text = x
+		case []any:
+			for _, g := range x {
+				switch g := g.(type) {
+				case string:
+					pr.Text += g
+				case []any:
+					pr.Text += g[1].(string)
+				}
+			}
+		}
+		rows = append(rows, pr)
+	}
+	return rows
+}
+
+// findRow returns the first row of rows whose text is text, nil if none.
+func findRow(rows []pageRow, text string) *pageRow {
+	for i := range rows {
+		if rows[i].Text == text {
+			return &rows[i]
+		}
+	}
+	return nil
+}
+
 // TestPage checks the page of a small failed run: its summary, charts,
 // log rows, links and escaping.
 func TestPage(t *testing.T) {
@@ -117,11 +280,7 @@ func TestPage(t *testing.T) {
 		"user 1.500 s, sys 0.250 s, max RSS 50 MiB",
 		"1 gap (1 frame missing)",
 		`<svg id="chart-cpu"`, `data-samples="5"`, `<svg id="chart-mem"`,
-		`<span class="f2">ok</span>  pkg/a`,
-		"&lt;script&gt;window.pwned=1&lt;/script&gt;",
-		`class="l ls"`, "<i>gap</i><span>position 7 missing (1 frame)</span>",
-		`class="l er c1"`, `class="l se er c2"`,
-		`id="ci-7#42/`,
+		`\u003cscript>window.pwned=1\u003c/script>`,
 		"Content-Security-Policy",
 	} {
 		if !strings.Contains(page, want) {
@@ -136,6 +295,30 @@ func TestPage(t *testing.T) {
 	}
 	if res.Samples != 10 || res.Streams != 1 || res.Elided != 0 || res.Lines != 8 {
 		t.Errorf("result %+v: want 10 samples, 1 stream, 8 lines (2 lifecycle, 5 output, 1 gap), none elided", res)
+	}
+	rows := pageRows(t, page)
+	if len(rows) != int(res.Lines) {
+		t.Fatalf("%d rows in the data, %d lines built", len(rows), res.Lines)
+	}
+	for _, w := range []struct {
+		text, class, what, raw string
+	}{
+		{"started make (pid 4242): make -j2 test", "l lc c3", "", ""},
+		{"building", "l c1", "", `"building"`},
+		{"ok  pkg/a", "l c1", "", `[["f2","ok"],"  pkg/a"]`},
+		{"<script>window.pwned=1</script>", "l c1", "", `"\u003cscript>window.pwned=1\u003c/script>"`},
+		{"FAIL: TestB", "l er c1", "", ""},
+		{"position 7 missing (1 frame)", "l ls", "gap", ""},
+		{"make: *** [test] Error 2", "l se er c2", "", ""},
+		{"make exited with code 2 after 0.080 s (user 1.500 s, sys 0.250 s, max RSS 50 MiB)", "l er lc ex c3", "", ""},
+	} {
+		r := findRow(rows, w.text)
+		switch {
+		case r == nil:
+			t.Errorf("no row reads %q: %+v", w.text, rows)
+		case r.Class != w.class || r.What != w.what || w.raw != "" && r.Raw != w.raw || r.Stream != "ci-7#42" || r.T == nil:
+			t.Errorf("row %q: %+v, want class %q, kind %q, text %s, stream ci-7#42, a time", w.text, *r, w.class, w.what, w.raw)
+		}
 	}
 	points := regexp.MustCompile(`<svg id="chart-cpu"[^>]*>.*?<polyline[^>]* points="([^"]*)"`).FindStringSubmatch(page)
 	if points == nil || len(strings.Fields(points[1])) != 5 {
@@ -156,7 +339,7 @@ func TestBudget(t *testing.T) {
 		lines = append(lines, l)
 	}
 	path := writeRun(t, t.TempDir(), run{lines: lines, samples: 3})
-	const budget = 512 << 10
+	const budget = 256 << 10
 	page, res, _ := buildPage(t, Options{MaxBytes: budget, Inputs: []string{"run.dss"}}, path)
 	if len(page) > budget {
 		t.Errorf("page is %d bytes, over its budget of %d", len(page), budget)
@@ -164,25 +347,42 @@ func TestBudget(t *testing.T) {
 	if res.Elided == 0 || res.Lines+res.Elided != 20002 || len(res.Elisions) != 2 {
 		t.Fatalf("result %+v: want lines elided in two ranges (around the FAIL line), 20002 in all", res)
 	}
-	for _, want := range []string{"line 00000 ", "line 19999 ", "FAIL: in the middle", `<div class="l el" id="elided-1">`, "ds report --max-size"} {
-		if !strings.Contains(page, want) {
-			t.Errorf("page lacks %q", want)
+	rows := pageRows(t, page)
+	if len(rows) != int(res.Lines)+len(res.Elisions) {
+		t.Errorf("%d rows, want %d lines and %d elided ranges", len(rows), res.Lines, len(res.Elisions))
+	}
+	for _, want := range []string{"line 00000 of a long build, some words to make it longer", "line 19999 of a long build, some words to make it longer", "FAIL: in the middle"} {
+		if findRow(rows, want) == nil {
+			t.Errorf("no row reads %q", want)
 		}
 	}
+	if !strings.Contains(page, "ds report --max-size") {
+		t.Errorf("the summary does not name --max-size")
+	}
 	var elided uint64
-	for _, e := range res.Elisions {
+	for n, e := range res.Elisions {
 		elided += e.Lines
 		if len(e.Ranges) != 1 {
 			t.Fatalf("elision %+v: want one stream range", e)
 		}
 		r := e.Ranges[0]
 		want := fmt.Sprintf("ds log --stream 'ci-7#42' --positions %d-%d run.dss", r.From, r.To)
-		if e.Command != want || !strings.Contains(page, string(appendHTML(nil, []byte(want), false))) {
-			t.Errorf("elision command %q, want %q, on the page", e.Command, want)
+		if e.Command != want || !strings.Contains(page, string(appendHTML(nil, []byte(want)))) {
+			t.Errorf("elision command %q, want %q, in the summary", e.Command, want)
 		}
-		// The rows around the range are on the page, those inside are not.
-		if strings.Contains(page, fmt.Sprintf(`id="ci-7#42/%d"`, r.From)) || strings.Contains(page, fmt.Sprintf(`id="ci-7#42/%d"`, r.To)) {
-			t.Errorf("range %d-%d is said elided, and its end rows are on the page", r.From, r.To)
+		// Its row says it, with the command; the rows around the range
+		// are on the page, those inside are not.
+		var el *pageRow
+		for i := range rows {
+			if rows[i].Class == "l el" && rows[i].Pos == int64(n+1) {
+				el = &rows[i]
+			}
+			if rows[i].Stream == "ci-7#42" && (rows[i].Pos == int64(r.From) || rows[i].Pos == int64(r.To)) {
+				t.Errorf("range %d-%d is said elided, and its end row %+v is on the page", r.From, r.To, rows[i])
+			}
+		}
+		if el == nil || el.What != "elided" || !strings.HasSuffix(el.Text, ": "+want) || !strings.Contains(el.Raw, `["cd",`) {
+			t.Errorf("elided range %d: row %+v, want one that names %q", n+1, el, want)
 		}
 	}
 	if elided != res.Elided {
@@ -225,5 +425,35 @@ func TestIsErrorLineEightAtATime(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestChartPoints checks that a series of more samples than the chart
+// has room for is drawn with the smallest and largest of each pixel
+// column, in time order, and a short one with every sample.
+func TestChartPoints(t *testing.T) {
+	short := &series{t: []int64{1, 2, 3}, v: []float64{5, 1, 9}}
+	if got := short.points(0, 10); len(got) != 3 || got[0] != 0 || got[2] != 2 {
+		t.Errorf("points of 3 samples = %v, want all", got)
+	}
+	const n = 100_000
+	s := &series{t: make([]int64, n), v: make([]float64, n)}
+	for i := range n {
+		s.t[i], s.v[i] = int64(i), float64(i%97)
+	}
+	s.v[54_321] = 1000 // a peak
+	got := s.points(0, n)
+	if len(got) > maxPoints || len(got) < int(chartW) {
+		t.Fatalf("%d points of %d samples, want from %d to %d", len(got), n, int(chartW), maxPoints)
+	}
+	peak := false
+	for i, j := range got {
+		if i > 0 && j <= got[i-1] {
+			t.Fatalf("points %v out of time order at %d", got[i-1:i+1], i)
+		}
+		peak = peak || j == 54_321
+	}
+	if !peak {
+		t.Error("the peak is not drawn")
 	}
 }

@@ -7,12 +7,14 @@ import (
 	"unicode/utf8"
 )
 
-// This file turns payload bytes into HTML text: every byte that HTML
-// gives a meaning to is escaped, so that nothing of a payload is ever
-// markup; a text line's SGR colour sequences (ESC [ … m) become spans of
-// our own classes; every other control byte, every other escape
-// sequence, bidi controls and bytes that are not UTF-8 are shown
-// escaped (\xNN, \u{NNNN}), as ds log shows them.
+// This file turns payload bytes into text the page shows. The log's
+// rows are JSON data the page's script renders with DOM text nodes
+// (appendText): a text line's SGR colour sequences (ESC [ … m) become
+// segments of our own classes; every other control byte, every other
+// escape sequence, bidi controls and bytes that are not UTF-8 are shown
+// escaped (\xNN, \u{NNNN}), as ds log shows them; '<' is written \u003c,
+// so that nothing can end the script element the data is in. The page's
+// own HTML (summary, charts) escapes what it shows with appendHTML.
 
 // htmlSafe holds the ASCII bytes copied as they are: printable, and none
 // of & < > " '.
@@ -26,25 +28,43 @@ var htmlSafe = func() (t [256]bool) {
 	return t
 }()
 
+// jsonSafe holds the ASCII bytes a JSON string of the rows holds as they
+// are: printable, and none of " \ <.
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = true
+	}
+	for _, c := range `"\<` {
+		t[c] = false
+	}
+	return t
+}()
+
 // sgr is the style SGR sequences have set: a foreground and background
 // colour (-1: default; 0–255: the xterm palette; colour24 set: the RGB
-// value in rgb), and attributes.
+// value in rgb), and attributes. own, when not 0, is one of our own
+// styles, which no sequence sets: ownClasses[own].
 type sgr struct {
 	fg, bg       int
 	fgRGB, bgRGB int32 // 0xRRGGBB, or -1
 	bold, dim    bool
 	italic, ul   bool
 	inverse      bool
+	own          uint8
 }
 
-var plain = sgr{fg: -1, bg: -1, fgRGB: -1, bgRGB: -1}
+var (
+	plain     = sgr{fg: -1, bg: -1, fgRGB: -1, bgRGB: -1}
+	escStyle  = sgr{fg: -1, bg: -1, fgRGB: -1, bgRGB: -1, own: 1} // bytes shown escaped, our notes
+	codeStyle = sgr{fg: -1, bg: -1, fgRGB: -1, bgRGB: -1, own: 2} // a command to type
+)
 
-// appendHTML appends s as HTML text: escaped, with SGR sequences rendered
-// as styled spans when colour is set (text lines) and shown escaped
-// otherwise (records, bytes, our own text).
-func appendHTML(b, s []byte, colour bool) []byte {
-	st := plain
-	open := false
+var ownClasses = []string{"", "x", "cd"}
+
+// appendHTML appends s as HTML text: escaped; control bytes, bidi
+// controls and bytes that are not UTF-8 are shown escaped, in spans of
+// class x. It writes the page's own text (summary, charts, titles).
+func appendHTML(b, s []byte) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -75,31 +95,6 @@ func appendHTML(b, s []byte, colour bool) []byte {
 		case c == '\t':
 			b = append(b, '\t')
 			i++
-		case c == 0x1b && colour && i+1 < len(s) && s[i+1] == '[':
-			// CSI: an SGR sequence (final byte m) restyles; any other is
-			// shown escaped.
-			j := i + 2
-			for j < len(s) && (s[j] >= '0' && s[j] <= '9' || s[j] == ';' || s[j] == ':') {
-				j++
-			}
-			if j < len(s) && s[j] == 'm' {
-				next := st.apply(s[i+2 : j])
-				if next != st {
-					if open {
-						b = append(b, "</span>"...)
-						open = false
-					}
-					st = next
-					if st != plain {
-						b = st.appendOpen(b)
-						open = true
-					}
-				}
-				i = j + 1
-			} else {
-				b = appendEscape(b, c)
-				i++
-			}
 		case c < 0x20 || c == 0x7f:
 			b = appendEscape(b, c)
 			i++
@@ -108,8 +103,7 @@ func appendHTML(b, s []byte, colour bool) []byte {
 			switch {
 			case r == utf8.RuneError && n <= 1:
 				b = appendEscape(b, c)
-			case r >= 0x80 && r < 0xa0, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
-				// C1 controls and bidi controls: shown, never obeyed.
+			case hiddenRune(r):
 				b = append(b, `<span class="x">\u{`...)
 				b = strconv.AppendUint(b, uint64(r), 16)
 				b = append(b, "}</span>"...)
@@ -120,11 +114,243 @@ func appendHTML(b, s []byte, colour bool) []byte {
 		}
 		start = i
 	}
-	b = append(b, s[start:]...)
-	if open {
-		b = append(b, "</span>"...)
+	return append(b, s[start:]...)
+}
+
+// hiddenRune reports whether r is shown escaped, never obeyed: a C1
+// control or a bidi control.
+func hiddenRune(r rune) bool {
+	return r >= 0x80 && r < 0xa0 || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c
+}
+
+// appendText appends a row's text as the page's data holds it: a JSON
+// string when it is plain text, or else an array of segments, each a
+// string (plain text) or [CLASSES, TEXT] or [CLASSES, TEXT, FG, BG]
+// (FG and BG: "#rrggbb" or ""; for the 256-colour palette and true
+// colour). pre, when not "", is a note of ours before the text ("[late]"),
+// and more > 0 says that many bytes of it are not shown. With colour
+// (text lines) SGR sequences restyle; without, they are shown escaped.
+// No '<' is written as it is: nothing can end the script element.
+func appendText(b []byte, pre string, s []byte, colour bool, more int) []byte {
+	if pre == "" && more == 0 {
+		if out, ok := appendPlainString(b, s); ok {
+			return out
+		}
 	}
-	return b
+	w := segWriter{b: append(b, '[')}
+	if pre != "" {
+		w.start(escStyle)
+		w.b = append(w.b, pre...)
+		w.start(plain)
+		w.b = append(w.b, ' ')
+	}
+	w.text(s, colour)
+	if more > 0 {
+		w.start(escStyle)
+		w.b = append(w.b, " … "...)
+		w.b = strconv.AppendInt(w.b, int64(more), 10)
+		w.b = append(w.b, " more bytes (ds log shows them)"...)
+	}
+	w.close()
+	return append(w.b, ']')
+}
+
+// appendPlainString appends s as a JSON string when it needs no segment
+// (no escape sequence, control byte but tab, bidi control or byte that is
+// not UTF-8); ok false (and b unchanged in content) when it does.
+func appendPlainString(b, s []byte) (out []byte, ok bool) {
+	if allJSONSafe(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"'), true
+	}
+	n0 := len(b)
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if jsonSafe[c] {
+			i++
+			for i+8 <= len(s) && jsonSafe8(binary.LittleEndian.Uint64(s[i:])) {
+				i += 8
+			}
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch {
+		case c == '"':
+			b = append(b, '\\', '"')
+			i++
+		case c == '\\':
+			b = append(b, '\\', '\\')
+			i++
+		case c == '<':
+			b = append(b, `\u003c`...)
+			i++
+		case c == '\t':
+			b = append(b, '\\', 't')
+			i++
+		case c < 0x80:
+			return b[:n0], false
+		default:
+			r, n := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && n <= 1 || hiddenRune(r) {
+				return b[:n0], false
+			}
+			b = append(b, s[i:i+n]...)
+			i += n
+		}
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"'), true
+}
+
+// allJSONSafe reports whether every byte of s is jsonSafe, eight at a
+// time (the last eight overlapping; a line shorter than eight padded).
+func allJSONSafe(s []byte) bool {
+	n := len(s)
+	if n < 8 {
+		x := uint64(0x6161616161616161) // "aaaaaaaa"
+		for j := range n {
+			x = x&^(0xff<<(8*j)) | uint64(s[j])<<(8*j)
+		}
+		return jsonSafe8(x)
+	}
+	for i := 0; i+8 <= n; i += 8 {
+		if !jsonSafe8(binary.LittleEndian.Uint64(s[i:])) {
+			return false
+		}
+	}
+	return n%8 == 0 || jsonSafe8(binary.LittleEndian.Uint64(s[n-8:]))
+}
+
+// segWriter writes the segments of a row's text (appendText).
+type segWriter struct {
+	b    []byte
+	n    int  // segments started
+	open bool // a segment is open, of style st
+	st   sgr
+}
+
+// start makes sure a segment of style st is open, for text to follow.
+func (w *segWriter) start(st sgr) {
+	if w.open && w.st == st {
+		return
+	}
+	w.close()
+	if w.n > 0 {
+		w.b = append(w.b, ',')
+	}
+	w.n++
+	w.open, w.st = true, st
+	if st == plain {
+		w.b = append(w.b, '"')
+		return
+	}
+	w.b = append(w.b, '[', '"')
+	w.b = st.appendClasses(w.b)
+	w.b = append(w.b, '"', ',', '"')
+}
+
+// close closes the open segment, if any.
+func (w *segWriter) close() {
+	if !w.open {
+		return
+	}
+	w.open = false
+	w.b = append(w.b, '"')
+	if w.st == plain {
+		return
+	}
+	fg, bg := colourOf(w.st.fg, w.st.fgRGB), colourOf(w.st.bg, w.st.bgRGB)
+	if fg >= 0 || bg >= 0 {
+		w.b = append(w.b, ',', '"')
+		if fg >= 0 {
+			w.b = appendColour(w.b, fg)
+		}
+		w.b = append(w.b, '"', ',', '"')
+		if bg >= 0 {
+			w.b = appendColour(w.b, bg)
+		}
+		w.b = append(w.b, '"')
+	}
+	w.b = append(w.b, ']')
+}
+
+// escaped appends byte c shown escaped, \xNN.
+func (w *segWriter) escaped(c byte) {
+	const hex = "0123456789abcdef"
+	w.start(escStyle)
+	w.b = append(w.b, '\\', '\\', 'x', hex[c>>4], hex[c&15])
+}
+
+// text appends s: its SGR sequences restyle when colour is set.
+func (w *segWriter) text(s []byte, colour bool) {
+	st := plain
+	for i := 0; i < len(s); {
+		c := s[i]
+		if jsonSafe[c] {
+			j := i + 1
+			for j < len(s) && jsonSafe[s[j]] {
+				j++
+			}
+			w.start(st)
+			w.b = append(w.b, s[i:j]...)
+			i = j
+			continue
+		}
+		switch {
+		case c == '"':
+			w.start(st)
+			w.b = append(w.b, '\\', '"')
+			i++
+		case c == '\\':
+			w.start(st)
+			w.b = append(w.b, '\\', '\\')
+			i++
+		case c == '<':
+			w.start(st)
+			w.b = append(w.b, `\u003c`...)
+			i++
+		case c == '\t':
+			w.start(st)
+			w.b = append(w.b, '\\', 't')
+			i++
+		case c == 0x1b && colour && i+1 < len(s) && s[i+1] == '[':
+			// CSI: an SGR sequence (final byte m) restyles; any other is
+			// shown escaped.
+			j := i + 2
+			for j < len(s) && (s[j] >= '0' && s[j] <= '9' || s[j] == ';' || s[j] == ':') {
+				j++
+			}
+			if j < len(s) && s[j] == 'm' {
+				st = st.apply(s[i+2 : j])
+				i = j + 1
+			} else {
+				w.escaped(c)
+				i++
+			}
+		case c < 0x20 || c == 0x7f:
+			w.escaped(c)
+			i++
+		default:
+			r, n := utf8.DecodeRune(s[i:])
+			switch {
+			case r == utf8.RuneError && n <= 1:
+				w.escaped(c)
+			case hiddenRune(r):
+				w.start(escStyle)
+				w.b = append(w.b, `\\u{`...)
+				w.b = strconv.AppendUint(w.b, uint64(r), 16)
+				w.b = append(w.b, '}')
+			default:
+				w.start(st)
+				w.b = append(w.b, s[i:i+n]...)
+			}
+			i += n
+		}
+	}
 }
 
 const (
@@ -140,6 +366,15 @@ func htmlSafe8(x uint64) bool {
 	bad := (x - 0x20*lanes01) &^ x // a lane below 0x20
 	bad |= x | (x + lanes01)       // a lane at 0x7f or above (no carry crosses lanes below 0x7f)
 	bad |= zero8(x^'&'*lanes01) | zero8(x^'<'*lanes01) | zero8(x^'>'*lanes01) | zero8(x^'"'*lanes01) | zero8(x^'\''*lanes01)
+	return bad&lanes80 == 0
+}
+
+// jsonSafe8 reports whether the eight bytes of x are all jsonSafe: from
+// 0x20 to 0x7e, and none of " \ <.
+func jsonSafe8(x uint64) bool {
+	bad := (x - 0x20*lanes01) &^ x
+	bad |= x | (x + lanes01)
+	bad |= zero8(x^'"'*lanes01) | zero8(x^'\\'*lanes01) | zero8(x^'<'*lanes01)
 	return bad&lanes80 == 0
 }
 
@@ -257,11 +492,15 @@ func (st sgr) apply(params []byte) sgr {
 	return st
 }
 
-// appendOpen appends the span that starts style st: classes for the 16
-// basic colours and the attributes, a style attribute (of our making:
-// digits only) for the 256-colour palette and true colour.
-func (st sgr) appendOpen(b []byte) []byte {
-	b = append(b, `<span class="`...)
+// appendClasses appends the classes of style st, space-separated: ours
+// (x for escapes, cd for commands), classes for the 16 basic colours and the attributes
+// (colours from the 256-colour palette and true colour are the
+// segment's FG and BG, see appendText).
+func (st sgr) appendClasses(b []byte) []byte {
+	if st.own != 0 {
+		return append(b, ownClasses[st.own]...)
+	}
+	n := len(b)
 	if st.fg >= 0 && st.fgRGB < 0 && st.fg < 16 {
 		b = append(b, 'f')
 		b = strconv.AppendInt(b, int64(st.fg), 10)
@@ -280,23 +519,10 @@ func (st sgr) appendOpen(b []byte) []byte {
 			b = append(b, a.name...)
 		}
 	}
-	if b[len(b)-1] == ' ' {
+	if len(b) > n && b[len(b)-1] == ' ' {
 		b = b[:len(b)-1]
 	}
-	b = append(b, '"')
-	fg, bg := colourOf(st.fg, st.fgRGB), colourOf(st.bg, st.bgRGB)
-	if fg >= 0 || bg >= 0 {
-		b = append(b, ` style="`...)
-		if fg >= 0 {
-			b = appendColour(append(b, "color:"...), fg)
-			b = append(b, ';')
-		}
-		if bg >= 0 {
-			b = appendColour(append(b, "background:"...), bg)
-		}
-		b = append(b, '"')
-	}
-	return append(b, '>')
+	return b
 }
 
 // colourOf returns the RGB value of a palette index from 16 up or of a

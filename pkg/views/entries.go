@@ -50,7 +50,9 @@ const (
 )
 
 // An Entry is one object of ds log --json, handed to LogOptions.Entries.
-// Its byte slices (Payload, Message) are valid only during the call.
+// It and its byte slices (Payload, Message) are the printer's, valid only
+// during the call and not to be changed: the printer reuses them (one
+// Entry, not one per line).
 type Entry struct {
 	Kind   EntryKind
 	Stream frames.StreamID
@@ -99,7 +101,8 @@ type Entry struct {
 // entryFrame hands frame f of channel ci (nil: none) of stream st to
 // p.entries (see jsonFrame).
 func (p *Printer) entryFrame(st *streamInfo, ci *chanInfo, kind segments.ItemKind, f *frames.Frame) {
-	e := Entry{Kind: EntryBytes, Stream: st.desc.Stream, ChannelID: f.Channel, Position: f.Position, LastPosition: f.Position,
+	e := &p.entry
+	*e = Entry{Kind: EntryBytes, Stream: st.desc.Stream, ChannelID: f.Channel, Position: f.Position, LastPosition: f.Position,
 		TimeNS: st.clock.ns, SteadyNS: st.clock.steady, StartNS: p.clock.startNS, Payload: f.Payload, Late: kind == segments.ItemLate, Conflict: kind == segments.ItemConflict}
 	if ci != nil {
 		e.Channel, e.Content = ci.name, ci.kind
@@ -107,13 +110,19 @@ func (p *Printer) entryFrame(st *streamInfo, ci *chanInfo, kind segments.ItemKin
 			e.Kind = EntryRecord
 		}
 	}
-	p.entries(&e)
+	p.entries(e)
 }
 
 // entryLine hands a text line to p.entries (see jsonText).
 func (p *Printer) entryLine(st *streamInfo, ci *chanInfo, sp lineSpan, line []byte) {
-	p.entries(&Entry{Kind: EntryLine, Stream: st.desc.Stream, Channel: ci.name, ChannelID: ci.id, Content: ci.kind,
-		Position: sp.pos, LastPosition: max(sp.last, sp.pos), TimeNS: p.clock.lineNS, SteadyNS: p.clock.lineSteady, StartNS: p.clock.startNS, Payload: line, Partial: !sp.nl})
+	e := &p.entry
+	if e.Kind != EntryLine {
+		*e = Entry{} // a line sets the fields that follow: the rest stays zero
+	}
+	e.Kind, e.Stream, e.Channel, e.ChannelID, e.Content = EntryLine, st.desc.Stream, ci.name, ci.id, ci.kind
+	e.Position, e.LastPosition, e.TimeNS, e.SteadyNS, e.StartNS = sp.pos, max(sp.last, sp.pos), p.clock.lineNS, p.clock.lineSteady, p.clock.startNS
+	e.Payload, e.Partial = line, !sp.nl
+	p.entries(e)
 }
 
 // entryNote hands note e of stream st (nil: of an input) to p.entries,
@@ -123,5 +132,6 @@ func (p *Printer) entryNote(st *streamInfo, e Entry) {
 		e.Stream = st.desc.Stream
 	}
 	e.TimeNS, e.SteadyNS, e.StartNS, e.Message = p.clock.lineNS, p.clock.lineSteady, p.clock.startNS, p.msg
-	p.entries(&e)
+	p.entry = e
+	p.entries(&p.entry)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -187,5 +188,39 @@ func TestEntriesFramesAndSteadyTime(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("entries (-want +got):\n%s", diff)
+	}
+}
+
+// TestEntriesReused checks that LogOptions.Entries costs no allocation a
+// line: the printer hands over one Entry of its own, reused (ds report
+// reads tens of millions of lines through it).
+func TestEntriesReused(t *testing.T) {
+	var seen *Entry
+	lines := 0
+	p := NewPrinter(io.Discard, LogOptions{All: true, Entries: func(e *Entry) {
+		if seen != nil && e != seen {
+			t.Fatal("a new Entry for a line")
+		}
+		seen = e
+		lines++
+	}})
+	p.Stream(frames.StreamDescriptor{Stream: S})
+	p.Channel(frames.ChannelDescriptor{Stream: S, ID: 2, Name: "proc.trainer.stdout", Content: frames.TextStream()})
+	a := segments.NewAssembler(0, p.Item)
+	fs := make([]frames.Frame, 1001) // AllocsPerRun runs it once more
+	for i := range fs {
+		fs[i] = on(2, uint64(i), "a line of output\n")
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		a.Add(S, fs[i])
+		i++
+	})
+	a.Flush()
+	if lines < 1000 {
+		t.Fatalf("%d lines handed over, want 1000 or more", lines)
+	}
+	if allocs > 0.01 {
+		t.Errorf("%.2f allocations a line, want none", allocs)
 	}
 }

@@ -74,8 +74,9 @@ type LogOptions struct {
 	// an [Entry] instead, in the same order ([Entry] has the rules);
 	// Format, Color and Time are then ignored. With JSONFrames, each
 	// frame of a text channel is an EntryBytes of its own (as
-	// --json=frames prints it), not joined into lines. ds report renders
-	// its HTML from them, ds export its formats.
+	// --json=frames prints it), not joined into lines. The *Entry is the
+	// printer's own, valid only during the call (it is reused for the
+	// next). ds report renders its HTML from them, ds export its formats.
 	Entries func(*Entry)
 	// CatFrames, if not nil, makes FormatCat write nothing: each frame
 	// whose bytes it would write is handed to CatFrames instead, with
@@ -130,6 +131,7 @@ type Printer struct {
 	text    textLayout                      // FormatText
 	json    jsonLayout                      // FormatJSON
 	entries func(*Entry)                    // LogOptions.Entries (FormatJSON then)
+	entry   Entry                           // the one handed to entries, reused: no allocation a line
 	cat     func(int64, []byte, CatChannel) // LogOptions.CatFrames (FormatCat)
 	line    []byte                          // the line being rendered
 	msg     []byte                          // scratch for a note's message
