@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,6 +95,7 @@ func TestPlayerPace(t *testing.T) {
 // chooses: the keys the test sends meanwhile are the only thing that can
 // happen.
 type heldClock struct {
+	mu     sync.Mutex // now is moved by the test, read by the player
 	now    time.Time
 	timers chan heldTimer
 }
@@ -103,7 +105,19 @@ type heldTimer struct {
 	ch chan time.Time
 }
 
-func (c *heldClock) Now() time.Time { return c.now }
+func (c *heldClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// advance moves the clock d on and returns the new time.
+func (c *heldClock) advance(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	return c.now
+}
 func (c *heldClock) After(d time.Duration) <-chan time.Time {
 	t := heldTimer{d, make(chan time.Time, 1)}
 	c.timers <- t
@@ -148,13 +162,13 @@ func TestPlayerKeys(t *testing.T) {
 	}
 	expectWrite("a")             // the first frame: no wait
 	expectTimer(2 * time.Second) // never fired: paused
-	clock.now = clock.now.Add(500 * time.Millisecond)
+	clock.advance(500 * time.Millisecond)
 	keys <- ' ' // pause, 1.5 s left
-	clock.now = clock.now.Add(time.Hour)
+	clock.advance(time.Hour)
 	keys <- ' ' // resume: the 1.5 s left (the schedule shifted by the hour)
 	tm := expectTimer(1500 * time.Millisecond)
-	clock.now = clock.now.Add(1500 * time.Millisecond)
-	tm.ch <- clock.now
+	clock.advance(1500 * time.Millisecond)
+	tm.ch <- clock.Now()
 	expectWrite("b")
 	expectTimer(3 * time.Second) // never fired: paused, then stepped
 	keys <- ' '
@@ -163,7 +177,7 @@ func TestPlayerKeys(t *testing.T) {
 	keys <- '.' // still paused: d now
 	expectWrite("d")
 	keys <- 'x' // ignored
-	clock.now = clock.now.Add(time.Minute)
+	clock.advance(time.Minute)
 	keys <- ' ' // resume: e is due 5 s after d was stepped to, paused a minute
 	expectTimer(5 * time.Second)
 	keys <- 'q'
