@@ -3,7 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -20,6 +23,7 @@ type seriesChart struct {
 	width, height int
 	color         bool
 	c             *plot.Collector
+	fields        []string
 }
 
 // seriesChartFrom reads c's --plot, -o svg, --width, --height and
@@ -59,7 +63,7 @@ func seriesChartFrom(c *cli.Command) (*seriesChart, error) {
 
 // collect returns the collector of the rows.
 func (ch *seriesChart) collect(fields []string, rate bool) *plot.Collector {
-	ch.c = plot.NewCollector(fields, rate)
+	ch.c, ch.fields = plot.NewCollector(fields, rate), fields
 	return ch.c
 }
 
@@ -69,6 +73,15 @@ func (ch *seriesChart) draw(w, stderr io.Writer, channel string) error {
 	chart := ch.c.Chart(textfmt.Escape(channel))
 	if n := ch.c.Untimed(); n > 0 && !chart.IndexX {
 		fmt.Fprintf(stderr, "ds: series: %s without a time (before the first clock reading) not plotted\n", textfmt.Nouns(uint64(n), "row"))
+	}
+	if !hasValue(chart) && ch.c.Rows() > 0 {
+		// A typo in --field must not pass for a flat chart.
+		var quoted []string
+		for _, f := range ch.fields {
+			quoted = append(quoted, strconv.Quote(f))
+		}
+		fmt.Fprintf(stderr, "ds: series: no number at --field %s in %s of %s (a field that is absent, null or not a number)\n",
+			textfmt.Escape(strings.Join(quoted, ", ")), textfmt.Nouns(uint64(ch.c.Rows()), "record"), textfmt.Escape(channel))
 	}
 	var b []byte
 	if ch.svg {
@@ -89,4 +102,16 @@ func terminalSize(w io.Writer) (int, int) {
 		}
 	}
 	return 80, 24
+}
+
+// hasValue reports whether chart has a number to draw.
+func hasValue(chart plot.Chart) bool {
+	for _, sr := range chart.Series {
+		for _, v := range sr.Values {
+			if !math.IsNaN(v) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -91,6 +91,9 @@ func topAction(ctx context.Context, c *cli.Command) error {
 	m := top.New(top.Options{})
 	sinkFor := func(*sources.Input) segments.Sink { return m }
 	opts := top.RenderOptions{Color: color, Location: time.Local, Lines: int(c.Int("lines")), Width: int(c.Int("width"))}
+	if opts.Lines == 0 {
+		opts.Lines = -1 // --lines 0: none
+	}
 	if opts.Width == 0 {
 		opts.Width = 80
 	}

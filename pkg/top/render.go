@@ -19,7 +19,7 @@ type RenderOptions struct {
 	// and at most Lines text lines).
 	Width, Height int
 	// Lines is how many text lines a frame without a height shows (0:
-	// 10).
+	// 10; less than 0: none, ds top --lines 0).
 	Lines int
 	// Color styles the frame (ANSI SGR): titles bold, gauges green,
 	// yellow or red by level, stderr lines' channel red.
@@ -90,7 +90,10 @@ func (m *Model) Render(opts RenderOptions) string {
 		room = opts.Height - fixed
 	}
 	nlines := opts.Lines
-	if nlines <= 0 {
+	switch {
+	case nlines < 0:
+		nlines = 0
+	case nlines == 0:
 		nlines = 10
 	}
 	var out []string
