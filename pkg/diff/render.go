@@ -170,7 +170,7 @@ func command(p *Process) string {
 	if len(p.Argv) == 0 {
 		return textfmt.Escape(p.Label)
 	}
-	s := shellJoin(p.Argv)
+	s := textfmt.ShellJoin(p.Argv)
 	if n := utf8.RuneCountInString(s); n > 40 {
 		s = string([]rune(s)[:39]) + "…"
 	}
@@ -652,22 +652,4 @@ func (r *Result) jsonLine(hl HunkLine) jsonLine {
 		jl.Truncated = &m
 	}
 	return jl
-}
-
-// shellJoin quotes args for a POSIX shell, as a user would type them.
-func shellJoin(args []string) string {
-	var b strings.Builder
-	for i, a := range args {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
-			b.WriteString(a)
-			continue
-		}
-		b.WriteByte('\'')
-		b.WriteString(strings.ReplaceAll(a, "'", `'\''`))
-		b.WriteByte('\'')
-	}
-	return b.String()
 }

@@ -1,12 +1,12 @@
 package export
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 	"github.com/ds-telemetry/ds/pkg/views"
 )
 
@@ -76,7 +76,7 @@ func (a *asciicast) entry(e *views.Entry, _ *string) {
 				a.pty[e.Stream] = true
 			}
 			if a.command == "" {
-				a.command = shellJoin(s.Argv)
+				a.command = textfmt.ShellJoin(s.Argv)
 			}
 		}
 	case e.Kind == views.EntryBytes && e.Content == frames.KindTextStream && !e.Conflict:
@@ -175,23 +175,4 @@ func (a *asciicast) close() {
 		}
 	}
 	a.writeHeader()
-}
-
-// shellJoin joins argv with spaces, quoting each argument that a POSIX
-// shell would not read back as it is in single quotes.
-func shellJoin(argv []string) string {
-	var b bytes.Buffer
-	for i, arg := range argv {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		if arg != "" && strings.Trim(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
-			b.WriteString(arg)
-			continue
-		}
-		b.WriteByte('\'')
-		b.WriteString(strings.ReplaceAll(arg, "'", `'\''`))
-		b.WriteByte('\'')
-	}
-	return b.String()
 }

@@ -53,13 +53,3 @@ func FuzzAppendJSONString(f *testing.F) {
 		}
 	})
 }
-
-// TestShellJoin checks the asciicast header's command: arguments a shell
-// reads back as they are stay bare, others are single-quoted.
-func TestShellJoin(t *testing.T) {
-	got := shellJoin([]string{"make", "-j2", "a b", "", "it's", "x=1", "$HOME"})
-	want := `make -j2 'a b' '' 'it'\''s' x=1 '$HOME'`
-	if got != want {
-		t.Errorf("shellJoin = %s, want %s", got, want)
-	}
-}

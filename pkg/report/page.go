@@ -157,7 +157,7 @@ func (b *builder) title() string {
 	for _, st := range b.order {
 		for _, p := range st.procs {
 			if p.started != nil && len(p.started.Argv) > 0 {
-				return shellJoin(p.started.Argv)
+				return textfmt.ShellJoin(p.started.Argv)
 			}
 		}
 	}
@@ -310,7 +310,7 @@ func (b *builder) appendSummary(h []byte, files []views.FileSummary, streams []v
 // appendProc appends the rows of one process: command, exit, resources.
 func appendProc(h []byte, p *procState) []byte {
 	if p.started != nil {
-		h = row2(h, "command", shellJoin(p.started.Argv), false)
+		h = row2(h, "command", textfmt.ShellJoin(p.started.Argv), false)
 		if p.started.Cwd != "" {
 			h = row2(h, "directory", p.started.Cwd, false)
 		}

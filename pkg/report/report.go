@@ -691,7 +691,7 @@ func (b *builder) lifecycle(st *streamState, p *procState, e *views.Entry) (uint
 		if p.started == nil {
 			p.started = &l
 		}
-		return fLC, "started " + p.label + " (pid " + strconv.Itoa(l.PID) + "): " + shellJoin(l.Argv)
+		return fLC, "started " + p.label + " (pid " + strconv.Itoa(l.PID) + "): " + textfmt.ShellJoin(l.Argv)
 	case "spawn_failed":
 		if p.failed == nil {
 			p.failed = &l
@@ -860,7 +860,7 @@ func (b *builder) closeRun() {
 func (b *builder) logCommand(sr StreamRange) string {
 	args := []string{"ds", "log", "--stream", sr.Stream.String(), "--positions", strconv.FormatUint(uint64(sr.From), 10) + "-" + strconv.FormatUint(uint64(sr.To), 10)}
 	args = append(args, b.opts.Inputs...)
-	return shellJoin(args)
+	return textfmt.ShellJoin(args)
 }
 
 // result returns what was written.
@@ -903,24 +903,6 @@ func compactJSON(shown, payload []byte) []byte {
 }
 
 func compactString(payload []byte) string { return string(compactJSON(payload, payload)) }
-
-// shellJoin quotes args for a POSIX shell, as a user would type them.
-func shellJoin(args []string) string {
-	var b strings.Builder
-	for i, a := range args {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
-			b.WriteString(a)
-			continue
-		}
-		b.WriteByte('\'')
-		b.WriteString(strings.ReplaceAll(a, "'", `'\''`))
-		b.WriteByte('\'')
-	}
-	return b.String()
-}
 
 // exitText says how an exited record says the process ended: "exited
 // with code 3", "killed by signal 9".

@@ -100,3 +100,25 @@ func Bytes(n uint64) string {
 	}
 	return fmt.Sprintf("%.1f %s", float64(n)/float64(div), units[u])
 }
+
+// ShellJoin joins argv with spaces as a user would type it at a POSIX
+// shell: an argument of letters, digits and -_./=:,+@% only is written as
+// it is, any other (the empty one included) in single quotes, a quote in
+// it as '\”. ds report, ds diff and ds export asciicast show a command
+// line so.
+func ShellJoin(argv []string) string {
+	var b strings.Builder
+	for i, a := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+			b.WriteString(a)
+			continue
+		}
+		b.WriteByte('\'')
+		b.WriteString(strings.ReplaceAll(a, "'", `'\''`))
+		b.WriteByte('\'')
+	}
+	return b.String()
+}

@@ -63,3 +63,13 @@ func FuzzQuote(f *testing.F) {
 		}
 	})
 }
+
+// TestShellJoin checks how a command line is shown: arguments a shell
+// reads back as they are stay bare, others are single-quoted.
+func TestShellJoin(t *testing.T) {
+	got := ShellJoin([]string{"make", "-j2", "a b", "", "it's", "x=1", "$HOME"})
+	want := `make -j2 'a b' '' 'it'\''s' x=1 '$HOME'`
+	if got != want {
+		t.Errorf("ShellJoin = %s, want %s", got, want)
+	}
+}
