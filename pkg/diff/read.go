@@ -342,25 +342,6 @@ func lastSegment(line []byte) []byte {
 	}
 }
 
-// lifecycle is a proc.lifecycle record (ARCHITECTURE.md §4; pkg/proc has
-// the fields): every field may be missing.
-type lifecycle struct {
-	Event  string   `json:"event"`
-	PID    int      `json:"pid"`
-	Argv   []string `json:"argv"`
-	Cwd    string   `json:"cwd"`
-	Error  string   `json:"error"`
-	Status *struct {
-		Kind  string `json:"kind"`
-		Value int    `json:"value"`
-	} `json:"status"`
-	ExitCode    *int   `json:"exit_code"`
-	WallNS      *int64 `json:"wall_ns"`
-	UserNS      *int64 `json:"user_ns"`
-	SysNS       *int64 `json:"sys_ns"`
-	MaxRSSBytes *int64 `json:"max_rss_bytes"`
-}
-
 // hostSample is the part of host.*.v1 records the peaks read.
 type hostSample struct {
 	Host struct {
@@ -406,13 +387,12 @@ func (rd *reader) recordEntry(e *views.Entry) {
 		}
 		return
 	}
-	label, ok := strings.CutPrefix(e.Channel, "proc.")
-	if !ok || !strings.HasSuffix(label, ".lifecycle") {
+	label, ok := views.LifecycleLabel(e.Channel)
+	if !ok {
 		return
 	}
-	label = strings.TrimSuffix(label, ".lifecycle")
-	var l lifecycle
-	if json.Unmarshal(e.Payload, &l) != nil {
+	l, err := views.ParseLifecycle(e.Payload)
+	if err != nil {
 		return
 	}
 	var ps *procState

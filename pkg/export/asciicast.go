@@ -1,7 +1,6 @@
 package export
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -50,14 +49,6 @@ func newAsciicast(out *output, opts Options) *asciicast {
 	return &asciicast{out: out, opts: opts, pty: map[frames.StreamID]bool{}, chans: map[castKey]*castChannel{}}
 }
 
-// started is what the asciicast header takes of a proc.lifecycle
-// "started" record.
-type started struct {
-	Event string   `json:"event"`
-	Argv  []string `json:"argv"`
-	PTY   bool     `json:"pty"`
-}
-
 func (a *asciicast) entry(e *views.Entry, _ *string) {
 	switch {
 	case a.startNS != 0:
@@ -70,8 +61,7 @@ func (a *asciicast) entry(e *views.Entry, _ *string) {
 	}
 	switch {
 	case e.Kind == views.EntryRecord && strings.HasSuffix(e.Channel, ".lifecycle"):
-		var s started
-		if json.Unmarshal(e.Payload, &s) == nil && s.Event == "started" {
+		if s, err := views.ParseLifecycle(e.Payload); err == nil && s.Event == "started" {
 			if s.PTY {
 				a.pty[e.Stream] = true
 			}

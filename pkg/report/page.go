@@ -320,7 +320,7 @@ func appendProc(h []byte, p *procState) []byte {
 		h = row2(h, "exit", "could not start: "+p.failed.Error, true)
 	case p.exited != nil:
 		h = append(h, "<tr><th>exit</th><td"...)
-		if p.exited.failedExit() {
+		if p.exited.FailedExit() {
 			h = append(h, " class=\"bad\""...)
 		}
 		h = append(h, ">"...)

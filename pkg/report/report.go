@@ -190,38 +190,10 @@ type chanState struct {
 // procState is what the lifecycle records of one process said.
 type procState struct {
 	label   string
-	started *lifecycle
-	exited  *lifecycle
-	failed  *lifecycle
+	started *views.Lifecycle
+	exited  *views.Lifecycle
+	failed  *views.Lifecycle
 	exitRow string // the id of its exit's row
-}
-
-// lifecycle is a proc.lifecycle record (ARCHITECTURE.md §4).
-type lifecycle struct {
-	Event  string   `json:"event"`
-	PID    int      `json:"pid"`
-	Argv   []string `json:"argv"`
-	Cwd    string   `json:"cwd"`
-	Error  string   `json:"error"`
-	Status *struct {
-		Kind  string `json:"kind"`
-		Value int    `json:"value"`
-	} `json:"status"`
-	ExitCode    *int   `json:"exit_code"`
-	WallNS      *int64 `json:"wall_ns"`
-	UserNS      *int64 `json:"user_ns"`
-	SysNS       *int64 `json:"sys_ns"`
-	MaxRSSBytes *int64 `json:"max_rss_bytes"`
-	Forwarded   []any  `json:"forwarded_signals"`
-}
-
-// failed reports whether an exited record says the process failed: a
-// code other than 0 or a signal.
-func (l *lifecycle) failedExit() bool {
-	if l.Status == nil {
-		return l.ExitCode != nil && *l.ExitCode != 0
-	}
-	return l.Status.Kind != "code" || l.Status.Value != 0
 }
 
 // tailBuf is one of the two buffers of the page's tail: rows rendered
@@ -382,8 +354,8 @@ func (b *builder) channel(d frames.ChannelDescriptor) {
 	case frames.ClockChannel:
 		st.clockID = d.ID
 	}
-	if rest, ok := strings.CutPrefix(d.Name, "proc."); ok && strings.HasSuffix(rest, ".lifecycle") {
-		c.proc = &procState{label: strings.TrimSuffix(rest, ".lifecycle")}
+	if label, ok := views.LifecycleLabel(d.Name); ok {
+		c.proc = &procState{label: label}
 		st.procs = append(st.procs, c.proc)
 	}
 	b.chans = append(b.chans, c)
@@ -635,7 +607,7 @@ func (b *builder) noteImportant(e *views.Entry, st *streamState, c *chanState, t
 		if c != nil && c.proc != nil && c.proc.exited != nil && c.proc.exitRow == "" {
 			c.proc.exitRow = rowID(st, e.Position)
 			cls := "mx"
-			if c.proc.exited.failedExit() {
+			if c.proc.exited.FailedExit() {
 				cls = "mx mf"
 			}
 			b.marks = append(b.marks, mark{e.TimeNS, cls, string(text)})
@@ -682,8 +654,8 @@ func kindWord(k views.EntryKind) string {
 // lifecycle reads a proc.lifecycle record of p and returns the row's
 // flags and the text shown for it.
 func (b *builder) lifecycle(st *streamState, p *procState, e *views.Entry) (uint16, string) {
-	var l lifecycle
-	if json.Unmarshal(e.Payload, &l) != nil {
+	l, err := views.ParseLifecycle(e.Payload)
+	if err != nil {
 		return fLC, string(e.Payload)
 	}
 	switch l.Event {
@@ -702,7 +674,7 @@ func (b *builder) lifecycle(st *streamState, p *procState, e *views.Entry) (uint
 			p.exited = &l
 		}
 		flags := uint16(fLC | fEX)
-		if l.failedExit() {
+		if l.FailedExit() {
 			flags |= fER
 		}
 		return flags, p.label + " " + exitText(&l) + usageText(&l)
@@ -906,7 +878,7 @@ func compactString(payload []byte) string { return string(compactJSON(payload, p
 
 // exitText says how an exited record says the process ended: "exited
 // with code 3", "killed by signal 9".
-func exitText(l *lifecycle) string {
+func exitText(l *views.Lifecycle) string {
 	switch {
 	case l.Status != nil && l.Status.Kind == "signal":
 		return "killed by signal " + strconv.Itoa(l.Status.Value)
@@ -920,7 +892,7 @@ func exitText(l *lifecycle) string {
 
 // usageText says what an exited record says of the process's resource
 // use: " after 2.506 s (user 0.003 s, sys 0.000 s, max RSS 17.2 MiB)".
-func usageText(l *lifecycle) string {
+func usageText(l *views.Lifecycle) string {
 	var parts []string
 	if l.UserNS != nil {
 		parts = append(parts, "user "+seconds(*l.UserNS))
