@@ -80,7 +80,7 @@ func (t *table) row(cells []string, count bool) {
 			if i > 0 {
 				b = append(b, '\t')
 			}
-			b = appendTSVCell(b, c)
+			b = textfmt.AppendTSVCell(b, c)
 		}
 		t.b = append(b, '\n')
 		t.emit(t.b, count)
@@ -136,31 +136,6 @@ func appendCSVCell(b []byte, c string) []byte {
 		if isControl(c[i]) {
 			b = appendHexEscape(b, c[i])
 		} else {
-			b = append(b, c[i])
-		}
-	}
-	return b
-}
-
-// appendTSVCell appends c with tab, newline, carriage return and
-// backslash escaped as \t, \n, \r and \\, and each other byte of
-// [isControl] as \xNN (ESC is \x1b).
-func appendTSVCell(b []byte, c string) []byte {
-	for i := 0; i < len(c); i++ {
-		if isControl(c[i]) {
-			b = appendHexEscape(b, c[i])
-			continue
-		}
-		switch c[i] {
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\\':
-			b = append(b, '\\', '\\')
-		default:
 			b = append(b, c[i])
 		}
 	}

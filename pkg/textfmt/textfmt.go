@@ -122,3 +122,31 @@ func ShellJoin(argv []string) string {
 	}
 	return b.String()
 }
+
+// AppendTSVCell appends c as one cell of a TSV row (the IANA
+// text/tab-separated-values form, with the escapes that Go's and
+// PostgreSQL's readers take): tab, newline, carriage return and backslash
+// as \t, \n, \r and \\, and every other C0 control byte and DEL as \xNN
+// (ESC is \x1b), so that a row printed on a terminal cannot drive it. The
+// rest, UTF-8 or not, is appended as it is. ds series --tsv and ds export
+// tsv write their cells with it.
+func AppendTSVCell(b []byte, c string) []byte {
+	const hex = "0123456789abcdef"
+	for i := 0; i < len(c); i++ {
+		switch ch := c[i]; {
+		case ch == '\t':
+			b = append(b, '\\', 't')
+		case ch == '\n':
+			b = append(b, '\\', 'n')
+		case ch == '\r':
+			b = append(b, '\\', 'r')
+		case ch == '\\':
+			b = append(b, '\\', '\\')
+		case ch < 0x20 || ch == 0x7f:
+			b = append(b, '\\', 'x', hex[ch>>4], hex[ch&0xf])
+		default:
+			b = append(b, ch)
+		}
+	}
+	return b
+}

@@ -73,3 +73,18 @@ func TestShellJoin(t *testing.T) {
 		t.Errorf("ShellJoin = %s, want %s", got, want)
 	}
 }
+
+func TestAppendTSVCell(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain text", "plain text"},
+		{"a\tb\nc\rd\\e", `a\tb\nc\rd\\e`},
+		{"\x1b[2J\x00\x7f", `\x1b[2J\x00\x7f`},
+		{"é ‮", "é ‮"}, // UTF-8 is left alone; a terminal's escaper handles bidi
+		{"\xff", "\xff"},
+		{"", ""},
+	} {
+		if got := string(AppendTSVCell([]byte("x|"), tc.in)); got != "x|"+tc.want {
+			t.Errorf("AppendTSVCell(%q) = %q, want %q", tc.in, got, "x|"+tc.want)
+		}
+	}
+}

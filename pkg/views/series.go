@@ -16,6 +16,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 // SeriesFormat selects how a [Series] prints its rows.
@@ -510,33 +511,13 @@ func (s *Series) writeCells(cells []string) {
 		if i > 0 {
 			b = append(b, '\t')
 		}
-		b = appendTSVCell(b, c)
+		b = textfmt.AppendTSVCell(b, c)
 	}
 	b = append(b, '\n')
 	s.line = b
 	if _, err := s.w.Write(b); err != nil {
 		s.err = err
 	}
-}
-
-// appendTSVCell appends c with tab, newline, carriage return and
-// backslash escaped.
-func appendTSVCell(b []byte, c string) []byte {
-	for i := 0; i < len(c); i++ {
-		switch c[i] {
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\\':
-			b = append(b, '\\', '\\')
-		default:
-			b = append(b, c[i])
-		}
-	}
-	return b
 }
 
 // formatTime formats a clock reading (ns since the Unix epoch) as RFC 3339
