@@ -2,6 +2,8 @@ package report
 
 import (
 	"encoding/json"
+	"math"
+	"slices"
 	"strconv"
 )
 
@@ -194,13 +196,14 @@ func (c *charts) appendCharts(b []byte, t0, t1, base int64, marks []mark, multi 
 			b = strconv.AppendInt(b, int64(i%8), 10)
 			b = append(b, `">`...)
 			b = appendHTML(b, []byte(seriesLabel(s, multi)))
-			b = append(b, `</span>`...)
+			b = append(b, ` <span class="peak">peak `...)
+			b = append(b, valueText(slices.Max(s.v), spec)...)
+			b = append(b, `</span></span>`...)
 		}
-		if spec.ymax == 0 {
-			b = append(b, ` <span class="scale">0 – `...)
-			b = append(b, rateText(ymax)...)
-			b = append(b, `</span>`...)
-		}
+		// The y axis: the charts are drawn from 0 (bottom) to ymax (top).
+		b = append(b, ` <span class="scale">0 – `...)
+		b = append(b, valueText(ymax, spec)...)
+		b = append(b, `</span>`...)
 		b = append(b, `</figcaption><svg id="chart-`...)
 		b = append(b, spec.id...)
 		b = append(b, `" viewBox="0 0 1000 100" preserveAspectRatio="none" data-samples="`...)
@@ -303,6 +306,16 @@ func seriesLabel(s *series, multi bool) string {
 		return string(s.st.id.Node) + " " + s.name
 	}
 	return s.name
+}
+
+// valueText says a value of a chart of spec readably: a percentage with
+// at most one decimal ("87.5 %"), a rate in bytes per second with a
+// binary unit ([rateText]).
+func valueText(v float64, spec chartSpec) string {
+	if spec.unit == "B/s" {
+		return rateText(v)
+	}
+	return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) + " " + spec.unit
 }
 
 // rateText says a rate in bytes per second readably.

@@ -280,6 +280,7 @@ func TestPage(t *testing.T) {
 		"user 1.500 s, sys 0.250 s, max RSS 50 MiB",
 		"1 gap (1 frame missing)",
 		`<svg id="chart-cpu"`, `data-samples="5"`, `<svg id="chart-mem"`,
+		`<span class="peak">peak 50 %</span>`, `<span class="scale">0 – 100 %</span>`, // the y axis and each line's peak
 		`\u003cscript>window.pwned=1\u003c/script>`,
 		"Content-Security-Policy",
 	} {
