@@ -49,6 +49,18 @@ func newAsciicast(out *output, opts Options) *asciicast {
 	return &asciicast{out: out, opts: opts, pty: map[frames.StreamID]bool{}, chans: map[castKey]*castChannel{}}
 }
 
+// started implements starter: a "started" record of stream s, read
+// before the selection. The first one names the recording's command; a
+// stream whose child ran on a pty has its output passed as it is.
+func (a *asciicast) started(s frames.StreamID, l *views.Lifecycle) {
+	if l.PTY {
+		a.pty[s] = true
+	}
+	if a.command == "" {
+		a.command = textfmt.ShellJoin(l.Argv)
+	}
+}
+
 func (a *asciicast) entry(e *views.Entry, _ *string) {
 	switch {
 	case a.startNS != 0:
@@ -61,14 +73,7 @@ func (a *asciicast) entry(e *views.Entry, _ *string) {
 	}
 	switch {
 	case e.Kind == views.EntryRecord && strings.HasSuffix(e.Channel, ".lifecycle"):
-		if s, err := views.ParseLifecycle(e.Payload); err == nil && s.Event == "started" {
-			if s.PTY {
-				a.pty[e.Stream] = true
-			}
-			if a.command == "" {
-				a.command = textfmt.ShellJoin(s.Argv)
-			}
-		}
+		// Taken by started, as they were read.
 	case e.Kind == views.EntryBytes && e.Content == frames.KindTextStream && !e.Conflict:
 		a.output(e)
 	case noteName(e.Kind) != "" && e.Kind != views.EntryStart && e.Kind != views.EntryTrimmed:

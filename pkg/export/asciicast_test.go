@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/views"
 )
 
 // castHeader is an asciicast v2 header, as the spec lists its fields.
@@ -279,5 +280,34 @@ func TestAsciicastMergedStreams(t *testing.T) {
 	}
 	if evs[0].Data != "a1\r\n" || evs[0].Time != 0 {
 		t.Errorf("first event %+v, want a1 at 0", evs[0])
+	}
+}
+
+// TestAsciicastSinceKeepsStart checks that a selection that leaves out
+// the "started" record (--since after it, -c of the output only) still
+// gives the header its command and the output its pty treatment: the
+// record is read as the input is scanned, before the selection.
+func TestAsciicastSinceKeepsStart(t *testing.T) {
+	path := writeCapture(t, t.TempDir(), tick(0),
+		life(`{"event":"started","argv":["vi","a b"],"pty":true}`),
+		out("early\n"), tick(2e9), out("late\x1b[2J\n"))
+	for _, tc := range []struct {
+		name string
+		sel  views.Selection
+	}{
+		{"since", views.Selection{Since: &views.TimeBound{FromStart: true, Offset: time.Second}}},
+		{"channel", views.Selection{Channels: []frames.ChannelFilter{frames.NameChannel("proc.make.stdout")}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cast, _, _ := export(t, Options{Format: Asciicast, Select: tc.sel}, path)
+			h, evs := parseCast(t, cast)
+			if h.Command != "vi 'a b'" {
+				t.Errorf("header command %q, want %q", h.Command, "vi 'a b'")
+			}
+			last := evs[len(evs)-1]
+			if last.Data != "late\x1b[2J\n" { // a pty's output passes as it is
+				t.Errorf("last event %q, want the pty's bytes as they are", last.Data)
+			}
+		})
 	}
 }

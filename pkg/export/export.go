@@ -166,8 +166,16 @@ func Write(ctx context.Context, r *viewer.Inputs, names []string, opts Options, 
 	sink := views.NewLogSink(p, 0)
 	// Without follow the inputs' sinks are called one at a time, from
 	// this goroutine: labels needs no lock.
+	// The lifecycle records are read as they are scanned, before the
+	// selection: a recording's command and pty come from its "started"
+	// record even when --since or -c leaves that record out.
+	var onStarted func(frames.StreamID, *views.Lifecycle)
+	if st, ok := enc.(starter); ok {
+		onStarted = st.started
+	}
+	lifecycles := map[castKey]bool{}
 	err := r.Scan(ctx, names, false, func(in *sources.Input) segments.Sink {
-		return &inputSink{LogSink: sink, name: in.Name, labels: labels}
+		return &inputSink{LogSink: sink, name: in.Name, labels: labels, lifecycles: lifecycles, started: onStarted}
 	}, nil)
 	sink.A.Flush()
 	_ = p.Close() // it writes nothing: Entries
@@ -185,11 +193,21 @@ func Write(ctx context.Context, r *viewer.Inputs, names []string, opts Options, 
 }
 
 // inputSink is the log sink as one input feeds it: its damage names the
-// input, and its headers give the streams' labels.
+// input, its headers give the streams' labels, and the "started"
+// records of its lifecycle channels go to started (when not nil) as
+// they are read, whatever the selection shows.
 type inputSink struct {
 	*views.LogSink
-	name   string
-	labels map[frames.StreamID]*string
+	name       string
+	labels     map[frames.StreamID]*string
+	lifecycles map[castKey]bool // proc.*.lifecycle channels, by stream and id
+	started    func(frames.StreamID, *views.Lifecycle)
+}
+
+// starter is an encoder that takes every "started" lifecycle record of
+// the inputs, before the selection (the asciicast header's command).
+type starter interface {
+	started(s frames.StreamID, l *views.Lifecycle)
 }
 
 // Header implements segments.Sink.
@@ -197,13 +215,33 @@ func (s *inputSink) Header(h segments.SegmentHeader) {
 	if l, ok := s.labels[h.Stream.Stream]; !ok || l == nil {
 		s.labels[h.Stream.Stream] = h.Stream.Label
 	}
+	for _, d := range h.Channels {
+		s.declare(d)
+	}
 	s.LogSink.Header(h)
+}
+
+// Channel implements segments.Sink.
+func (s *inputSink) Channel(d frames.ChannelDescriptor) {
+	s.declare(d)
+	s.LogSink.Channel(d)
+}
+
+func (s *inputSink) declare(d frames.ChannelDescriptor) {
+	if _, ok := views.LifecycleLabel(d.Name); ok && s.started != nil {
+		s.lifecycles[castKey{d.Stream, d.ID}] = true
+	}
 }
 
 // Frame implements segments.Sink.
 func (s *inputSink) Frame(st frames.StreamID, f frames.Frame) {
 	if _, ok := s.labels[st]; !ok {
 		s.labels[st] = nil // a stream without a header (DSQ1, legacy)
+	}
+	if s.started != nil && s.lifecycles[castKey{st, f.Channel}] {
+		if l, err := views.ParseLifecycle(f.Payload); err == nil && l.Event == "started" {
+			s.started(st, &l)
+		}
 	}
 	s.LogSink.Frame(st, f)
 }
