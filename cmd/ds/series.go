@@ -91,7 +91,9 @@ wide and --height lines high: by default the terminal's size (stdout's),
 largest value of the rows that fall in it, so any number of rows draws
 in one pass; a null or missing value breaks the line (it is no zero).
 The lines are coloured as --color says (auto: on a terminal, unless
-NO_COLOR is set). -o svg writes the same chart as a standalone SVG
+NO_COLOR is set); without colour, a chart of several lines draws each
+with a mark of its own (* + x o # @ % =, as in the legend) instead of
+braille dots, which would make them alike. -o svg writes the same chart as a standalone SVG
 image (--width×--height px, by default 800×300): one polyline per
 unbroken run of each line, axes, labels and legend, every name escaped.
 Both need --field.

@@ -26,6 +26,12 @@ const MinWidth, MinHeight = 20, 6
 // palette is the SGR colour of each series, in turn.
 var palette = []string{"36", "33", "35", "32", "34", "31", "96", "93"}
 
+// marks is the character of each series, in turn, on a chart of several
+// series drawn without colour (gnuplot's dumb terminal does the same):
+// braille dots would make them all alike. A cell shows the mark of the
+// last series drawn in it.
+var marks = []byte{'*', '+', 'x', 'o', '#', '@', '%', '='}
+
 // AppendText appends c drawn for a terminal, in o.Height lines of at
 // most o.Width cells, each ending in "\n": the title; the plot, one
 // braille cell (U+2800…U+28FF, 2×4 dots) per column and line, its y
@@ -48,14 +54,15 @@ func AppendText(b []byte, c Chart, o TextOptions) []byte {
 		b = append(b, "(no values to plot)\n"...)
 		return b
 	}
-	legend := legendLines(c, w, o.Color)
+	mono := !o.Color && len(c.Series) > 1
+	legend := legendLines(c, w, o.Color, mono)
 	if maxLegend := h - 5; len(legend) > maxLegend {
 		// No room for every entry: the first ones that fit, then how
 		// many more there are.
 		k := len(c.Series)
 		for k > 0 && len(legend) > maxLegend-1 {
 			k--
-			legend = legendLines(Chart{Series: c.Series[:k]}, w, o.Color)
+			legend = legendLines(Chart{Series: c.Series[:k]}, w, o.Color, mono)
 		}
 		more := len(c.Series) - k
 		legend = append(legend, fit("… "+strconv.Itoa(more)+" more series", w))
@@ -89,7 +96,7 @@ func AppendText(b []byte, c Chart, o TextOptions) []byte {
 		b = append(b, label...)
 		b = append(b, ' ')
 		b = append(b, tick...)
-		b = cv.appendRow(b, r, o.Color)
+		b = cv.appendRow(b, r, o.Color, mono)
 		for len(b) > 0 && b[len(b)-1] == ' ' {
 			b = b[:len(b)-1]
 		}
@@ -137,9 +144,9 @@ func xAxis(c *Chart, x0, x1 int64, indent, cols int, loc *time.Location) string 
 	return strings.TrimRight(string(line), " ")
 }
 
-// legendLines returns the legend: "⣿ label" per series, as many on a
-// line as fit in w cells.
-func legendLines(c Chart, w int, color bool) []string {
+// legendLines returns the legend: "⣿ label" per series (with mono, the
+// series' mark instead of ⣿), as many on a line as fit in w cells.
+func legendLines(c Chart, w int, color, mono bool) []string {
 	var lines []string
 	var cur []byte
 	n := 0
@@ -154,7 +161,11 @@ func legendLines(c Chart, w int, color bool) []string {
 			cur = append(cur, "  "...)
 			n += 2
 		}
-		cur = appendStyled(cur, color, palette[i%len(palette)], "⣿")
+		if mono {
+			cur = append(cur, marks[i%len(marks)])
+		} else {
+			cur = appendStyled(cur, color, palette[i%len(palette)], "⣿")
+		}
 		cur = append(cur, ' ')
 		cur = append(cur, label...)
 		n += lw
@@ -271,8 +282,10 @@ func (cv *canvas) series(si int, bs []Bucket, lo, hi float64) {
 	}
 }
 
-// appendRow appends row r of the grid.
-func (cv *canvas) appendRow(b []byte, r int, color bool) []byte {
+// appendRow appends row r of the grid: braille cells, in their series'
+// colour with color; with mono, each cell that has a dot as the mark of
+// the series drawn last in it.
+func (cv *canvas) appendRow(b []byte, r int, color, mono bool) []byte {
 	cur := int8(-1)
 	for c := 0; c < cv.cols; c++ {
 		i := r*cv.cols + c
@@ -283,6 +296,10 @@ func (cv *canvas) appendRow(b []byte, r int, color bool) []byte {
 				cur = -1
 			}
 			b = append(b, ' ')
+			continue
+		}
+		if mono {
+			b = append(b, marks[int(cv.color[i])%len(marks)])
 			continue
 		}
 		if color && cv.color[i] != cur {
