@@ -44,6 +44,15 @@ func seriesChartFrom(c *cli.Command) (*seriesChart, error) {
 	if ch.width < 0 || ch.height < 0 {
 		return nil, usagef("series: --width and --height must not be negative")
 	}
+	// A size asked for is drawn or refused, never silently raised (a
+	// terminal smaller than the least chart is: it is no one's choice).
+	minW, minH, unit := plot.MinWidth, plot.MinHeight, "columns × lines"
+	if svg {
+		minW, minH, unit = plot.MinSVGWidth, plot.MinSVGHeight, "px"
+	}
+	if ch.width > 0 && ch.width < minW || ch.height > 0 && ch.height < minH {
+		return nil, usagef("series: the smallest chart is --width %d --height %d (%s)", minW, minH, unit)
+	}
 	w := c.Root().Writer
 	if !svg {
 		tw, th := terminalSize(w)

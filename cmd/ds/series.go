@@ -86,7 +86,7 @@ per cell), its y axis labelled with its top, middle and bottom values
 _bytes_per_s, _mib, _c, _w, _ms), its x axis with times (local time;
 sample numbers when no row has a time: rows without a time are left
 out, and counted on stderr, when some have one). It is --width columns
-wide and --height lines high: by default the terminal's size (stdout's),
+wide (at least 20) and --height lines high (at least 6): by default the terminal's size (stdout's),
 80×24 when stdout is no terminal. Each column shows the smallest and the
 largest value of the rows that fall in it, so any number of rows draws
 in one pass; a null or missing value breaks the line (it is no zero).
@@ -94,7 +94,7 @@ The lines are coloured as --color says (auto: on a terminal, unless
 NO_COLOR is set); without colour, a chart of several lines draws each
 with a mark of its own (* + x o # @ % =, as in the legend) instead of
 braille dots, which would make them alike. -o svg writes the same chart as a standalone SVG
-image (--width×--height px, by default 800×300): one polyline per
+image (--width×--height px, by default 800×300, at least 200×120): one polyline per
 unbroken run of each line, axes, labels and legend, every name escaped.
 Both need --field.
 

@@ -22,6 +22,10 @@ type SVGOptions struct {
 // svgPalette is the stroke of each series, in turn.
 var svgPalette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"}
 
+// MinSVGWidth and MinSVGHeight are the smallest SVG [AppendSVG] draws, in
+// px: a smaller size is raised to them.
+const MinSVGWidth, MinSVGHeight = 200, 120
+
 // AppendSVG appends c as an SVG image: an XML declaration (unless
 // o.Fragment), then one <svg> element (xmlns, viewBox "0 0 W H") holding
 // a <title> (c.Title), the plot area, five y grid lines labelled with
@@ -43,7 +47,7 @@ func AppendSVG(b []byte, c Chart, o SVGOptions) []byte {
 	if h == 0 {
 		h = 300
 	}
-	w, h = max(w, 200), max(h, 120)
+	w, h = max(w, MinSVGWidth), max(h, MinSVGHeight)
 	const left, right, top = 80, 20, 30
 	legendRows := (len(c.Series) + 2) / 3
 	bottom := 40 + 18*legendRows
