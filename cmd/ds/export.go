@@ -97,7 +97,7 @@ none, -o FILE is not written) or FILE cannot be written.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` (- for stdout, the default)"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace an existing FILE"},
-			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "export only `CHANNEL` (exact name, or a prefix ending in .*); repeatable"},
+			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "export only `CHANNEL` (exact name, or a pattern whose * matches anything: proc.*, proc.*.stdout); repeatable"},
 			&cli.IntFlag{Name: "width", Value: export.DefaultWidth, Usage: "asciicast: the terminal's width in `COLUMNS`"},
 			&cli.IntFlag{Name: "height", Value: export.DefaultHeight, Usage: "asciicast: the terminal's height in `ROWS`"},
 			&cli.StringFlag{Name: "title", Usage: "asciicast: the recording's `TITLE`"},

@@ -26,7 +26,8 @@ then channel name:
 
    STREAM  CHANNEL  POSITION  TIME  PAYLOAD
 
-CHANNEL is an exact name or a prefix ending in .* (repeatable, as
+CHANNEL is an exact name or a pattern whose * matches anything
+(proc.*, proc.*.stdout; repeatable, as
 arguments or with -c); without one, every channel but the writer's own
 datastream.* channels. The arguments before the first one that is - or
 names an existing file are channels, the rest inputs; -c names a channel
@@ -52,7 +53,7 @@ the input. A CHANNEL that matches no channel of the inputs is reported
 (with the channels there are) and makes the exit status 1; the others
 are still printed. Exit status 3 when an input is damaged.`,
 		Flags: append([]cli.Flag{
-			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "show `CHANNEL` (exact name, or a prefix ending in .*); repeatable"},
+			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "show `CHANNEL` (exact name, or a pattern whose * matches anything: proc.*, proc.*.stdout); repeatable"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per stream and channel"},
 		}, append(streamFlags(), natsFlags()...)...),
 		Action: latestAction,

@@ -91,7 +91,7 @@ lost); 2 when an input is not a DSS capture (as the views say), or for a
 usage error; 1 when an input cannot be read, a catalog conflict, or OUT
 cannot be written.`,
 		Flags: append(append(mergeOutputFlags(), streamFlags()...),
-			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "keep only `CHANNEL` (exact name, or a prefix ending in .*); repeatable"},
+			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "keep only `CHANNEL` (exact name, or a pattern whose * matches anything: proc.*, proc.*.stdout); repeatable"},
 			&cli.StringSliceFlag{Name: "content", Usage: "keep only channels of `KIND` (text, json, bytes); repeatable"},
 			&cli.StringFlag{Name: "positions", Usage: "keep only positions `A-B` of each stream (A-, -B: open ends)"},
 			&cli.StringFlag{Name: "since", Usage: "keep only frames at or after `TIME` (2026-12-01 10:00, -10m, @UNIXSECONDS)"},

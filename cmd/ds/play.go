@@ -56,7 +56,7 @@ first; 130 when interrupted (SIGINT, SIGTERM, q or ctrl-c).`,
 			&cli.FloatFlag{Name: "speed", Aliases: []string{"s"}, Value: 1, Usage: "replay `SPEED` times as fast, 0.001 to 1e6 (0: at once)"},
 			&cli.StringFlag{Name: "idle-time-limit", Aliases: []string{"i"}, Usage: "wait at most `SECONDS` between two frames (2, 0.5, or 1m; 0: no limit)"},
 			&cli.BoolFlag{Name: "no-wait", Usage: "write everything at once (as -s 0)"},
-			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "replay only `CHANNEL` (exact name, or a prefix ending in .*); repeatable"},
+			&cli.StringSliceFlag{Name: "channel", Aliases: []string{"c"}, Usage: "replay only `CHANNEL` (exact name, or a pattern whose * matches anything: proc.*, proc.*.stdout); repeatable"},
 		}, append(withoutFlag(selectionFlags(), "grep"), natsFlags()...)...),
 		Action: playAction,
 	}

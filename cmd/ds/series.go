@@ -20,8 +20,8 @@ func seriesCommand() *cli.Command {
 		Name:      "series",
 		Usage:     "print a JSON record channel as a time series",
 		UsageText: "ds series CHANNEL [--field PATH]… [-o json|csv|tsv|svg] [--plot] [--rate] INPUT…",
-		Description: `Prints one row per frame of CHANNEL (an exact name, or a prefix ending in
-.*) whose payload is JSON: a JsonRecord channel, or any channel whose
+		Description: `Prints one row per frame of CHANNEL (an exact name, or a pattern whose
+* matches anything: host.*, proc.*.lifecycle) whose payload is JSON: a JsonRecord channel, or any channel whose
 frames are JSON values. Rows come in position order per stream; each has
 the stream (node#life), the position, the channel, the time and the
 value of each --field, a gjson path (github.com/tidwall/gjson):

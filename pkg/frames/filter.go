@@ -66,6 +66,12 @@ const (
 	ChannelsPrefix
 	// ChannelsContent matches channels whose content kind is ChannelFilter.Content.
 	ChannelsContent
+	// ChannelsGlob matches names against the pattern ChannelFilter.Value,
+	// in which each * stands for any run of characters, dots included
+	// ("proc.*.stdout" matches proc.build.stdout and proc.a.b.stdout);
+	// every other character stands for itself. An extension of the seed's
+	// filters (ARCHITECTURE.md rule 3.4), for the CLI's -c.
+	ChannelsGlob
 )
 
 // ChannelFilter selects channels by descriptor, never by payload (ARCHITECTURE.md rule 3.4).
@@ -73,7 +79,7 @@ const (
 // or {"Content":"JsonRecord"}.
 type ChannelFilter struct {
 	Kind    ChannelFilterKind
-	Value   string      // ChannelsName, ChannelsPrefix
+	Value   string      // ChannelsName, ChannelsPrefix, ChannelsGlob
 	Content ContentKind // ChannelsContent
 }
 
@@ -94,13 +100,49 @@ func ContentChannels(k ContentKind) ChannelFilter {
 	return ChannelFilter{Kind: ChannelsContent, Content: k}
 }
 
-// ParseChannelPattern turns the CLI spelling into a filter: "prefix.*" (or any
-// pattern ending in "*") is a prefix match, anything else an exact name.
+// GlobChannels matches names against pattern, each * any run of
+// characters ([ChannelsGlob]).
+func GlobChannels(pattern string) ChannelFilter {
+	return ChannelFilter{Kind: ChannelsGlob, Value: pattern}
+}
+
+// ParseChannelPattern turns the CLI spelling into a filter: a pattern
+// whose only * is its last character ("proc.*") is a prefix match, one
+// with a * elsewhere ("proc.*.stdout") a glob ([ChannelsGlob]), anything
+// else an exact name.
 func ParseChannelPattern(p string) ChannelFilter {
+	if i := strings.IndexByte(p, '*'); i >= 0 && i < len(p)-1 {
+		return GlobChannels(p)
+	}
 	if strings.HasSuffix(p, "*") {
 		return PrefixChannels(strings.TrimSuffix(p, "*"))
 	}
 	return NameChannel(p)
+}
+
+// globMatch reports whether name matches pattern, each * of which stands
+// for any run of characters (none included). It runs in O(len(name) ×
+// stars): each literal piece is found at its leftmost place.
+func globMatch(pattern, name string) bool {
+	first, rest, ok := strings.Cut(pattern, "*")
+	if !ok {
+		return pattern == name
+	}
+	if !strings.HasPrefix(name, first) {
+		return false
+	}
+	name = name[len(first):]
+	for {
+		piece, more, ok := strings.Cut(rest, "*")
+		if !ok { // the last piece: it must end the name
+			return len(name) >= len(piece) && strings.HasSuffix(name, piece)
+		}
+		i := strings.Index(name, piece)
+		if i < 0 {
+			return false
+		}
+		name, rest = name[i+len(piece):], more
+	}
 }
 
 // Match reports whether the filter selects the channel described by d.
@@ -114,6 +156,8 @@ func (f ChannelFilter) Match(d ChannelDescriptor) bool {
 		return strings.HasPrefix(d.Name, f.Value)
 	case ChannelsContent:
 		return d.Content.Kind == f.Content
+	case ChannelsGlob:
+		return globMatch(f.Value, d.Name)
 	}
 	return false
 }

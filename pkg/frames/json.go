@@ -313,7 +313,8 @@ func (f *SourceFilter) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// MarshalJSON encodes "All", {"Name":…}, {"Prefix":…} or {"Content":…}.
+// MarshalJSON encodes "All", {"Name":…}, {"Prefix":…}, {"Content":…} or
+// {"Glob":…} (ds's extension, [ChannelsGlob]).
 func (f ChannelFilter) MarshalJSON() ([]byte, error) {
 	switch f.Kind {
 	case ChannelsAll:
@@ -324,6 +325,8 @@ func (f ChannelFilter) MarshalJSON() ([]byte, error) {
 		return json.Marshal(map[string]string{"Prefix": f.Value})
 	case ChannelsContent:
 		return json.Marshal(map[string]ContentKind{"Content": f.Content})
+	case ChannelsGlob:
+		return json.Marshal(map[string]string{"Glob": f.Value})
 	}
 	return nil, fmt.Errorf("%w: channel filter kind %d", ErrBadJSON, f.Kind)
 }
@@ -347,6 +350,8 @@ func (f *ChannelFilter) UnmarshalJSON(b []byte) error {
 			f.Kind, err = ChannelsPrefix, json.Unmarshal(raw, &f.Value)
 		case "Content":
 			f.Kind, err = ChannelsContent, json.Unmarshal(raw, &f.Content)
+		case "Glob":
+			f.Kind, err = ChannelsGlob, json.Unmarshal(raw, &f.Value)
 		default:
 			err = fmt.Errorf("%w: unknown channel filter %q", ErrBadJSON, k)
 		}

@@ -157,10 +157,56 @@ func TestFilters(t *testing.T) {
 		{SubscriptionRequest{Sources: OriginSource(OriginBootstrap), Channels: ContentChannels(KindTextStream)}, true},
 		{SubscriptionRequest{Channels: ParseChannelPattern("proc.*")}, true},
 		{SubscriptionRequest{Channels: ParseChannelPattern("proc")}, false},
+		{SubscriptionRequest{Channels: ParseChannelPattern("proc.*.stdout")}, true},
+		{SubscriptionRequest{Channels: ParseChannelPattern("proc.*.stderr")}, false},
 	}
 	for i, tt := range tests {
 		if got := tt.req.Match(s, c); got != tt.want {
 			t.Errorf("%d: %+v match = %v, want %v", i, tt.req, got, tt.want)
+		}
+	}
+}
+
+// TestParseChannelPattern checks the CLI spellings of -c and what each
+// matches: a trailing * a prefix, a * elsewhere a glob whose * matches
+// any run of characters, dots included.
+func TestParseChannelPattern(t *testing.T) {
+	for _, tc := range []struct {
+		pattern string
+		kind    ChannelFilterKind
+		match   []string
+		miss    []string
+	}{
+		{"proc.build.stdout", ChannelsName, []string{"proc.build.stdout"}, []string{"proc.build.stdout2", "proc.build"}},
+		{"proc.*", ChannelsPrefix, []string{"proc.", "proc.a.stdout"}, []string{"proc", "host.cpu"}},
+		{"proc.*.stdout", ChannelsGlob, []string{"proc.a.stdout", "proc.a.b.stdout", "proc..stdout"}, []string{"proc.stdout", "proc.a.stderr", "xproc.a.stdout", "proc.a.stdout.x"}},
+		{"*.stdout", ChannelsGlob, []string{"proc.a.stdout", ".stdout"}, []string{"stdout", "proc.a.stderr"}},
+		{"*cpu*", ChannelsGlob, []string{"host.cpu", "cpu", "a.cpu.b"}, []string{"host.mem", "cp"}},
+		{"a*b*b", ChannelsGlob, []string{"abb", "axbyb", "abbb"}, []string{"ab", "abx"}},
+		{"**", ChannelsGlob, []string{"", "anything"}, nil},
+		{"*", ChannelsPrefix, []string{"", "x"}, nil},
+	} {
+		f := ParseChannelPattern(tc.pattern)
+		if f.Kind != tc.kind {
+			t.Errorf("%q: kind %d, want %d", tc.pattern, f.Kind, tc.kind)
+		}
+		for _, n := range tc.match {
+			if !f.Match(ChannelDescriptor{Name: n}) {
+				t.Errorf("%q does not match %q", tc.pattern, n)
+			}
+		}
+		for _, n := range tc.miss {
+			if f.Match(ChannelDescriptor{Name: n}) {
+				t.Errorf("%q matches %q", tc.pattern, n)
+			}
+		}
+		b, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back ChannelFilter
+		if err := json.Unmarshal(b, &back); err != nil || back != f {
+			t.Errorf("%q: JSON %s decodes as %+v, %v", tc.pattern, b, back, err)
 		}
 	}
 }
