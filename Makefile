@@ -12,8 +12,11 @@ TESTTIMEOUT ?= 30m
 
 all: build
 
+## build: bin/ds and, beside it, bin/ds-natsd, the NATS server ds collect
+## runs as its child (ds does not link nats-server: issue 23 item 4).
 build:
 	$(GO) build -o $(BIN) ./cmd/ds
+	$(GO) build -o $(dir $(BIN))ds-natsd ./cmd/ds-natsd
 
 ## test: formatting, vet, go.mod/go.sum tidy (the main module's and
 ## scripts/readbench's), then every test (unit, golden, fuzz seed

@@ -14,6 +14,7 @@ mib=${1:-64}
 runs=${2:-3}
 cd "$(dirname "$0")/.."
 go build -o bin/ds ./cmd/ds
+go build -o bin/ds-natsd ./cmd/ds-natsd   # ds collect runs it beside bin/ds
 ds=$PWD/bin/ds
 work=$(mktemp -d)
 collect_pid=

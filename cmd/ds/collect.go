@@ -28,7 +28,7 @@ func collectCommand() *cli.Command {
 		Usage:     "run a NATS server for producers and store what they publish",
 		UsageText: "ds collect STORE [--listen HOST:PORT] [--prefix P] [--durable NAME] [--max-age D] [--max-bytes N] [--token T] [--url-file FILE]",
 		Description: `Receives the captures of a fleet without infrastructure: runs a NATS
-server with JetStream in this process, listening on --listen (default
+server with JetStream (ds-natsd, its child process), listening on --listen (default
 127.0.0.1:4222; port 0 picks a free one), creates the JetStream stream of
 --prefix (as ds nats init does, with --max-age and --max-bytes), and
 stores what producers publish under it in the store directory STORE (as
@@ -66,10 +66,17 @@ keep trying, and what their buffers cannot hold is lost to that output
 and recorded in the stream (datastream.transport; ds gaps shows it);
 their capture files keep everything.
 
+The server runs as ds-natsd, a program of its own that ds does not link
+(so that every other ds command starts fast): ds collect looks for it
+in $DS_NATSD, if set, then beside the ds executable, then on $PATH;
+make build puts bin/ds-natsd beside bin/ds, and go install ./cmd/...
+installs both. ds-natsd runs in a process group of its own and stops
+when ds collect closes its standard input, or dies, even by kill -9.
+
 SIGINT or SIGTERM stops it: the batch in hand is stored, the totals are
 printed with "(interrupted)", the server shuts down, exit 0.
 
-Exit status: 0 when interrupted, 1 on an error (the address is in use,
+Exit status: 0 when interrupted, 1 on an error (no ds-natsd, the address is in use,
 the store cannot be written, another ds collect runs on it), 2 on a bad
 command line, 3 when a message was damaged or held a segment of another
 stream than its subject names (skipped, and named on stderr).`,

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/fleet"
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/natsd"
 	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
@@ -32,6 +33,9 @@ func TestMain(m *testing.M) {
 	}
 	testscript.Main(m, map[string]func(){
 		"ds": func() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		// ds collect runs this one as its child (fleet.StartServer finds
+		// it on $PATH): the testscripts exercise the real helper path.
+		"ds-natsd": func() { os.Exit(natsd.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 	})
 }
 
@@ -401,12 +405,12 @@ var natsServers = struct {
 // files, and the server while it runs (nil once stopped).
 type natsdServer struct {
 	listen, dir string
-	s           *fleet.Server
+	s           *natsd.Server
 }
 
 // natsd start NAME [DIR] [-nostream] | natsd stop NAME | natsd restart
 // NAME: run a NATS server with JetStream in the test process
-// (fleet.StartServer) on a free loopback port, its files under DIR
+// (natsd.Start) on a free loopback port, its files under DIR
 // ($WORK/NAME by default); start sets $NATS_NAME_URL
 // (nats://127.0.0.1:PORT, NAME upper-cased) and, unless -nostream, creates
 // the JetStream stream of prefix "ds" (as ds nats init does). restart
@@ -500,8 +504,8 @@ func cmdNatsd(ts *testscript.TestScript, neg bool, args []string) {
 func natsdRun(ts *testscript.TestScript, n *natsdServer) {
 	var err error
 	for i := 0; i < 50; i++ {
-		var s *fleet.Server
-		if s, err = fleet.StartServer(fleet.ServerOptions{Listen: n.listen, StoreDir: n.dir}); err == nil {
+		var s *natsd.Server
+		if s, err = natsd.Start(natsd.Options{Listen: n.listen, StoreDir: n.dir}); err == nil {
 			n.s = s
 			return
 		}

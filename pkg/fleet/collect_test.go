@@ -48,3 +48,27 @@ func TestCollect(t *testing.T) {
 		t.Errorf("url file after exit: %v", err)
 	}
 }
+
+// TestFindHelperMissing: without ds-natsd beside the executable or on
+// $PATH, the error names where it looked and how to install it.
+func TestFindHelperMissing(t *testing.T) {
+	t.Setenv(HelperEnv, "")
+	t.Setenv("PATH", t.TempDir())
+	_, err := FindHelper()
+	if err == nil {
+		t.Fatal("found a ds-natsd on an empty $PATH")
+	}
+	for _, want := range []string{"ds-natsd not found in ", " nor on $PATH", "go install ./cmd/...", "$DS_NATSD"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	helper := filepath.Join(t.TempDir(), "my-natsd")
+	if err := os.WriteFile(helper, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(HelperEnv, helper)
+	if p, err := FindHelper(); err != nil || p != helper {
+		t.Errorf("FindHelper with $DS_NATSD = %q, %v; want %q", p, err, helper)
+	}
+}

@@ -53,7 +53,8 @@
 // [Dial] connects to a target as the commands do (a producer keeps trying
 // in the background; a reader or an ingester gives up at once), and
 // [CheckStreamIfConnected] checks that the prefix has its stream.
-// [StartServer] runs nats-server in-process; [Collect] is ds collect
+// [StartServer] runs nats-server as ds-natsd, a child process (package natsd,
+// which ds does not link); [Collect] is ds collect
 // (that server, its files in STORE/nats, the stream and an Ingest into
 // STORE in one call). [InitStream] creates the JetStream stream with its
 // retention limits (ds nats init, described by [DescribeStream]), and

@@ -1,18 +1,37 @@
 package fleet
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
+	"syscall"
 	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
 )
 
 // DefaultListen is where [StartServer] listens when told nothing: the
 // loopback interface on NATS's standard client port.
 const DefaultListen = "127.0.0.1:4222"
+
+// HelperName is the program [StartServer] runs: ds-natsd (cmd/ds-natsd),
+// which runs nats-server, so that ds does not link it (issue 23 item 4;
+// ARCHITECTURE.md §1).
+const HelperName = "ds-natsd"
+
+// HelperEnv, if set, is the path of the helper program, in place of the
+// search of [FindHelper].
+const HelperEnv = "DS_NATSD"
+
+// helperTokenEnv passes the token to the helper (natsd.TokenEnv; fleet
+// does not import natsd, which would link nats-server into ds).
+const helperTokenEnv = "DS_NATSD_TOKEN"
 
 // ServerOptions configures [StartServer].
 type ServerOptions struct {
@@ -25,7 +44,8 @@ type ServerOptions struct {
 	Name string
 	// Token, if set, is required of every client.
 	Token string
-	// Log, if set, receives the server's notices and errors (each line).
+	// Log, if set, receives the server's warnings and errors, each line
+	// prefixed "warning: ", "error: " or "fatal: ".
 	Log func(string)
 	// SyncAlways makes JetStream sync each message to disk before it
 	// acknowledges it (nats-server's sync_interval: always); otherwise it
@@ -34,81 +54,171 @@ type ServerOptions struct {
 	SyncAlways bool
 }
 
-// A Server is nats-server running in this process with JetStream enabled
-// (ds collect, and the tests): fleet capture without infrastructure.
+// A Server is nats-server with JetStream enabled running as ds-natsd, a
+// child of this process (ds collect): fleet capture without
+// infrastructure.
 type Server struct {
-	s    *server.Server
-	lock io.Closer // the store's lock ([Collect]), released after Shutdown
+	url      string
+	shutdown func()    // stops the server and waits until it has
+	lock     io.Closer // the store's lock ([Collect]), released after Shutdown
+	once     sync.Once
 }
 
-// StartServer starts nats-server in this process, JetStream on and its
-// files under o.StoreDir, and waits until it takes clients (at most 10 s).
-// Errors name the address (one in use is the usual one).
+// startServer is what [StartServer] calls; the package's tests replace it
+// by an in-process server.
+var startServer = startHelper
+
+// StartServer starts nats-server, JetStream on and its files under
+// o.StoreDir, as the helper program ds-natsd ([FindHelper]), and waits
+// until it takes clients (at most 30 s). The helper stops when Shutdown
+// is called or when this process ends, however it ends. Errors name the
+// address (one in use is the usual one), or where the helper was looked
+// for and how to build it.
 func StartServer(o ServerOptions) (*Server, error) {
-	listen := o.Listen
-	if listen == "" {
-		listen = DefaultListen
+	if o.Listen == "" {
+		o.Listen = DefaultListen
 	}
-	host, portText, err := net.SplitHostPort(listen)
+	_, portText, err := net.SplitHostPort(o.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("--listen %q: want HOST:PORT (%v)", listen, err)
+		return nil, fmt.Errorf("--listen %q: want HOST:PORT (%v)", o.Listen, err)
 	}
-	port, err := strconv.Atoi(portText)
-	if err != nil || port < 0 || port > 65535 {
-		return nil, fmt.Errorf("--listen %q: bad port", listen)
+	if port, err := strconv.Atoi(portText); err != nil || port < 0 || port > 65535 {
+		return nil, fmt.Errorf("--listen %q: bad port", o.Listen)
 	}
-	if port == 0 {
-		port = server.RANDOM_PORT
+	return startServer(o)
+}
+
+// FindHelper returns the path of ds-natsd: $DS_NATSD if set, else the
+// file of that name beside this process's executable (bin/ds and
+// bin/ds-natsd of make build, or both in $GOBIN after go install
+// ./cmd/...), else the one on $PATH. The error names where it looked and
+// how to build the helper.
+func FindHelper() (string, error) {
+	if p := os.Getenv(HelperEnv); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("$%s: %w (ds collect runs nats-server as that program; build it with: go build -o %s ./cmd/ds-natsd)", HelperEnv, err, p)
+		}
+		return p, nil
 	}
-	opts := &server.Options{
-		ServerName:    o.Name,
-		Host:          host,
-		Port:          port,
-		JetStream:     true,
-		StoreDir:      o.StoreDir,
-		NoSigs:        true,
-		NoLog:         o.Log == nil,
-		Authorization: o.Token,
-		// A message is at most 1 MiB, the NATS default; a Publisher
-		// sizes its messages to what the server says.
-		MaxPayload: 1 << 20,
-		SyncAlways: o.SyncAlways,
+	var looked []string
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		p := filepath.Join(filepath.Dir(exe), HelperName)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+		looked = append(looked, filepath.Dir(exe))
 	}
-	s, err := server.NewServer(opts)
+	if p, err := exec.LookPath(HelperName); err == nil {
+		return p, nil
+	}
+	looked = append(looked, "$PATH")
+	return "", fmt.Errorf("%s not found in %s: ds collect runs nats-server as that program; install it beside ds with: go install ./cmd/... (or make build: bin/ds and bin/ds-natsd), or set $%s to its path",
+		HelperName, strings.Join(looked, " nor on "), HelperEnv)
+}
+
+// startHelper runs ds-natsd in a process group of its own (a terminal's
+// ^C reaches ds, which stops the server when it is done with it), its
+// standard input a pipe whose end stops it, and reads its first line.
+func startHelper(o ServerOptions) (*Server, error) {
+	path, err := FindHelper()
 	if err != nil {
-		return nil, fmt.Errorf("nats-server: %w", err)
+		return nil, err
 	}
-	if o.Log != nil {
-		s.SetLoggerV2(logger(o.Log), false, false, false)
+	args := []string{"--listen", o.Listen, "--store", o.StoreDir}
+	if o.Name != "" {
+		args = append(args, "--name", o.Name)
 	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		s.Shutdown()
-		return nil, fmt.Errorf("nats-server: not ready to take clients on %s within 10 s (is the port in use?)", listen)
+	if o.SyncAlways {
+		args = append(args, "--sync")
 	}
-	return &Server{s: s}, nil
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(os.Environ(), helperTokenEnv+"="+o.Token)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	logged := make(chan struct{})
+	go func() {
+		defer close(logged)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if o.Log != nil && isProblem(sc.Text()) {
+				o.Log(sc.Text())
+			}
+		}
+	}()
+	waited := make(chan error, 1)
+	first := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		first <- strings.TrimSuffix(line, "\n")
+		io.Copy(io.Discard, stdout)
+	}()
+	stop := func() {
+		stdin.Close()
+		select {
+		case <-waited:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+		}
+	}
+	go func() {
+		<-logged // Wait closes the pipes: read them to their end first
+		waited <- cmd.Wait()
+		close(waited)
+	}()
+	var line string
+	select {
+	case line = <-first:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		return nil, fmt.Errorf("%s: not ready to take clients on %s within 30 s", path, o.Listen)
+	}
+	switch {
+	case strings.HasPrefix(line, "ready "):
+		return &Server{url: strings.TrimPrefix(line, "ready "), shutdown: stop}, nil
+	case strings.HasPrefix(line, "fail "):
+		stop()
+		return nil, errors.New(strings.TrimPrefix(line, "fail "))
+	default:
+		stdin.Close()
+		err := <-waited
+		return nil, fmt.Errorf("%s: exited before its server took clients (%v; output %q)", path, err, line)
+	}
+}
+
+// isProblem reports whether a line of the helper is a warning or an error
+// (notices, the startup banners, are not worth a line).
+func isProblem(line string) bool {
+	return strings.HasPrefix(line, "warning: ") || strings.HasPrefix(line, "error: ") || strings.HasPrefix(line, "fatal: ")
 }
 
 // ClientURL returns the URL clients connect to ("nats://127.0.0.1:4222").
-func (s *Server) ClientURL() string { return s.s.ClientURL() }
+func (s *Server) ClientURL() string { return s.url }
 
 // Shutdown stops the server and waits until it has; a server that
-// [Collect] started then releases the store's lock.
+// [Collect] started then releases the store's lock. Calls after the
+// first do nothing.
 func (s *Server) Shutdown() {
-	s.s.Shutdown()
-	s.s.WaitForShutdown()
-	if s.lock != nil {
-		s.lock.Close()
-	}
+	s.once.Do(func() {
+		s.shutdown()
+		if s.lock != nil {
+			s.lock.Close()
+		}
+	})
 }
-
-// logger passes nats-server's notices, warnings and errors to a function,
-// one line each.
-type logger func(string)
-
-func (l logger) Noticef(format string, v ...any) { l(fmt.Sprintf(format, v...)) }
-func (l logger) Warnf(format string, v ...any)   { l("warning: " + fmt.Sprintf(format, v...)) }
-func (l logger) Fatalf(format string, v ...any)  { l("fatal: " + fmt.Sprintf(format, v...)) }
-func (l logger) Errorf(format string, v ...any)  { l("error: " + fmt.Sprintf(format, v...)) }
-func (l logger) Debugf(string, ...any)           {}
-func (l logger) Tracef(string, ...any)           {}
