@@ -36,7 +36,7 @@ done
 
 fail=0
 echo "checking ds ingest's store" >&2
-"$ds" ingest "$work/check" "${ins[@]}" 2> "$work/check.err" || { echo "FAIL: ds ingest: $(head -3 "$work/check.err")"; fail=1; }
+"$ds" ingest "$work/check" "${ins[@]}" > /dev/null 2> "$work/check.err" || { echo "FAIL: ds ingest: $(head -3 "$work/check.err")"; fail=1; }
 for ((j = 0; j < k; j++)); do
 	if ! cmp -s <("$ds" log --cat -c 'bench.*' --stream "bench-$j#1" "$work/check") <("$ds" log --cat -c 'bench.*' "${ins[$j]}"); then
 		echo "FAIL: stream bench-$j#1 of the store differs from in$j.dss"

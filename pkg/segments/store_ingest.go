@@ -26,8 +26,9 @@ const (
 	// commit stores them (1 s).
 	DefaultCommitInterval = time.Second
 	// DefaultCommitBytes is how much an ingest buffers before it commits,
-	// in bytes (16 MiB).
-	DefaultCommitBytes = 16 << 20
+	// in bytes (8 MiB: with the collector at GOGC=50, ds ingest then
+	// peaks under 64 MiB of RSS, ARCHITECTURE.md §7).
+	DefaultCommitBytes = 8 << 20
 )
 
 // ingestFrameOverhead is what a buffered frame counts toward
@@ -305,8 +306,11 @@ func ingestDamage(ce *CorruptError) error {
 // not one a frame.
 const ingestArena = 256 << 10
 
+// ingestRunLen is the most entries a run of the reading goroutine holds.
+const ingestRunLen = 256
+
 // ingestRead reads entries from r and sends them in runs: a run ends when
-// it is 256 entries long, when the reader would wait for input, and at
+// it is ingestRunLen entries long, when the reader would wait for input, and at
 // damage or the end. Each entry read from a Block record is sent with
 // that block (its body copied once). It stops when stop is closed.
 func ingestRead(r io.Reader, out chan<- ingestRun, stop <-chan struct{}) {
@@ -347,9 +351,12 @@ func ingestRead(r io.Reader, out chan<- ingestRun, stop <-chan struct{}) {
 			case blk == nil || e.Offset != blkOff:
 				blk, blkOff = &ingestBlock{body: bytes.Clone(body)}, e.Offset
 			}
+			if run.entries == nil {
+				run.entries, run.blocks = make([]Entry, 0, ingestRunLen), make([]*ingestBlock, 0, ingestRunLen)
+			}
 			run.entries = append(run.entries, e)
 			run.blocks = append(run.blocks, blk)
-			if len(run.entries) >= 256 || rd.Buffered() == 0 {
+			if len(run.entries) >= ingestRunLen || rd.Buffered() == 0 {
 				if !send(run) {
 					return
 				}
