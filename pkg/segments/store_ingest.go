@@ -26,8 +26,9 @@ const (
 	// commit stores them (1 s).
 	DefaultCommitInterval = time.Second
 	// DefaultCommitBytes is how much an ingest buffers before it commits,
-	// in bytes (16 MiB).
-	DefaultCommitBytes = 16 << 20
+	// in bytes (8 MiB: with the collector at GOGC=50, ds ingest then
+	// peaks under 64 MiB of RSS, ARCHITECTURE.md §7).
+	DefaultCommitBytes = 8 << 20
 )
 
 // ingestFrameOverhead is what a buffered frame counts toward
@@ -116,7 +117,7 @@ type ingestStream struct {
 	// catChanged says that cat has had declarations since the last
 	// commit; batch and ended are what awaits the next one.
 	catChanged bool
-	batch      []frames.Frame
+	batch      []ingestFrame
 	ended      bool
 	// horizon is the highest Trimmed record of the input for the stream
 	// when the input is another store's read-out (IngestOptions.Store):
@@ -127,6 +128,30 @@ type ingestStream struct {
 	// may lack (it is written every storeIndexEvery chunks and at the
 	// end): they need not be read to be counted.
 	chunks map[string]storeChunkMeta
+}
+
+// ingestFrame is a buffered frame of the input and the Block record it
+// was read from (nil: a plain record).
+type ingestFrame struct {
+	frames.Frame
+	blk *ingestBlock
+}
+
+// ingestBlock is a Block record of the input whose frames an ingest
+// buffers: a chunk that stores exactly its frames, in its order, from the
+// start of a block of the chunk copies its stored body
+// ([Writer.CopyBlock]) instead of compressing them again, as ds merge does
+// (issue 23 item 3).
+type ingestBlock struct {
+	body []byte // the record's stored body ([Reader.Block]), copied
+	// n counts the block's frames the ingest buffered, last the position
+	// of the last; bad says that the block cannot be copied: it holds
+	// other records than frames of one stream in increasing position
+	// order (a stable sort by position could reorder them), or frames of
+	// a refused stream.
+	n    int
+	last frames.Position
+	bad  bool
 }
 
 // storeIndexEvery is how many chunks an ingest commits to a stream before
@@ -158,6 +183,7 @@ type storeIngest struct {
 // or a read error (final).
 type ingestRun struct {
 	entries []Entry
+	blocks  []*ingestBlock // per entry: the Block record it was read from, or nil
 	err     error
 }
 
@@ -245,7 +271,7 @@ func (s *Store) Ingest(ctx context.Context, name string, r io.Reader, opts Inges
 			for i := range b.entries {
 				e := &b.entries[i]
 				lastOffset = e.Offset
-				commitNow := in.add(e)
+				commitNow := in.add(e, b.blocks[i])
 				if commitNow || in.buffered >= opts.CommitBytes {
 					if err := in.commit(lastOffset); err != nil {
 						return in.rep, err
@@ -275,12 +301,27 @@ func ingestDamage(ce *CorruptError) error {
 	return fmt.Errorf("bytes %d–%d unreadable, skipped: %w", ce.Offset, ce.End-1, ce)
 }
 
+// ingestArena is the size, in bytes, of the pieces of memory that the
+// reading goroutine copies payloads into: one allocation for many frames,
+// not one a frame.
+const ingestArena = 256 << 10
+
+// ingestRunLen is the most entries a run of the reading goroutine holds.
+const ingestRunLen = 256
+
 // ingestRead reads entries from r and sends them in runs: a run ends when
-// it is 256 entries long, when the reader would wait for input, and at
-// damage or the end. It stops when stop is closed.
+// it is ingestRunLen entries long, when the reader would wait for input, and at
+// damage or the end. Each entry read from a Block record is sent with
+// that block (its body copied once). It stops when stop is closed.
 func ingestRead(r io.Reader, out chan<- ingestRun, stop <-chan struct{}) {
 	rd := NewReader(r, ReaderOptions{SkipSummaries: true})
-	var run []Entry
+	var (
+		run    ingestRun
+		arena  []byte
+		blk    *ingestBlock
+		blkOff int64
+		e      Entry
+	)
 	send := func(b ingestRun) bool {
 		select {
 		case out <- b:
@@ -290,21 +331,45 @@ func ingestRead(r io.Reader, out chan<- ingestRun, stop <-chan struct{}) {
 		}
 	}
 	for {
-		e, err := rd.Next()
+		err := rd.NextView(&e)
 		if err == nil {
-			run = append(run, e)
-			if len(run) >= 256 || rd.Buffered() == 0 {
-				if !send(ingestRun{entries: run}) {
+			if e.Kind == EntryFrame {
+				// The payload aliases the reader's buffers: copied into
+				// the arena, which the frames then share.
+				n := len(e.Frame.Payload)
+				if len(arena)+n > cap(arena) {
+					arena = make([]byte, 0, max(ingestArena, n))
+				}
+				at := len(arena)
+				arena = append(arena, e.Frame.Payload...)
+				e.Frame.Payload = arena[at:len(arena):len(arena)]
+			}
+			body, _, ok := rd.Block()
+			switch {
+			case !ok:
+				blk = nil
+			case blk == nil || e.Offset != blkOff:
+				blk, blkOff = &ingestBlock{body: bytes.Clone(body)}, e.Offset
+			}
+			if run.entries == nil {
+				run.entries, run.blocks = make([]Entry, 0, ingestRunLen), make([]*ingestBlock, 0, ingestRunLen)
+			}
+			run.entries = append(run.entries, e)
+			run.blocks = append(run.blocks, blk)
+			if len(run.entries) >= ingestRunLen || rd.Buffered() == 0 {
+				if !send(run) {
 					return
 				}
-				run = nil
+				run = ingestRun{}
 			}
 			continue
 		}
-		if !send(ingestRun{entries: run, err: err}) {
+		blk = nil
+		run.err = err
+		if !send(run) {
 			return
 		}
-		run = nil
+		run = ingestRun{}
 		var ce *CorruptError
 		if !errors.As(err, &ce) {
 			return // io.EOF or a sticky error
@@ -335,9 +400,13 @@ func (in *storeIngest) markPending() {
 	}
 }
 
-// add takes one entry of the input. It reports whether a commit is due
-// at once (a StreamEnded record).
-func (in *storeIngest) add(e *Entry) bool {
+// add takes one entry of the input, read from Block record blk (nil: a
+// plain record). It reports whether a commit is due at once (a
+// StreamEnded record).
+func (in *storeIngest) add(e *Entry, blk *ingestBlock) bool {
+	if blk != nil && e.Kind != EntryFrame {
+		blk.bad = true
+	}
 	switch e.Kind {
 	case EntrySegment:
 		st := in.stream(e.Stream)
@@ -355,9 +424,19 @@ func (in *storeIngest) add(e *Entry) bool {
 	case EntryFrame:
 		st := in.stream(e.Stream)
 		if st.refused != nil {
+			if blk != nil {
+				blk.bad = true
+			}
 			return false
 		}
-		st.batch = append(st.batch, e.Frame)
+		if blk != nil {
+			if blk.n > 0 && e.Frame.Position <= blk.last {
+				blk.bad = true
+			}
+			blk.n++
+			blk.last = e.Frame.Position
+		}
+		st.batch = append(st.batch, ingestFrame{e.Frame, blk})
 		in.buffered += len(e.Frame.Payload) + ingestFrameOverhead
 		in.markPending()
 	case EntryStreamEnded:
@@ -520,7 +599,8 @@ func (in *storeIngest) commit(offset int64) error {
 		}
 	}
 	for _, st := range done {
-		st.batch, st.ended, st.catChanged = nil, false, false
+		clear(st.batch) // the payloads go; the slice is reused
+		st.batch, st.ended, st.catChanged = st.batch[:0], false, false
 	}
 	in.s.unlock()
 	in.buffered, in.pending = 0, false
@@ -614,7 +694,7 @@ func (s *Store) commitStream(st *ingestStream, input string, c *Commit, warn fun
 
 // newBatch is the part of a batch that a commit stores.
 type newBatch struct {
-	frames []frames.Frame
+	frames []ingestFrame
 	err    error // a stored chunk could not be read
 }
 
@@ -622,7 +702,9 @@ type newBatch struct {
 // stored, counting the others in c and telling Warn of conflicts.
 func (s *Store) newFrames(state *storedStream, st *ingestStream, input string, c *Commit, warn func(error)) newBatch {
 	horizon := max(state.horizon, st.horizon)
-	batch := st.batch[:0:0]
+	// Filtered in place: the batch is dropped after the commit (or with
+	// the ingest, when the commit fails).
+	batch := st.batch[:0]
 	for _, f := range st.batch {
 		if f.Position < horizon {
 			c.Trimmed++
@@ -630,8 +712,11 @@ func (s *Store) newFrames(state *storedStream, st *ingestStream, input string, c
 		}
 		batch = append(batch, f)
 	}
-	slices.SortStableFunc(batch, func(a, b frames.Frame) int { return cmp.Compare(a.Position, b.Position) })
-	conflict := func(f frames.Frame) {
+	byPos := func(a, b ingestFrame) int { return cmp.Compare(a.Position, b.Position) }
+	if !slices.IsSortedFunc(batch, byPos) {
+		slices.SortStableFunc(batch, byPos)
+	}
+	conflict := func(f ingestFrame) {
 		c.Conflicts++
 		if warn != nil {
 			warn(&FrameConflictError{Input: input, Stream: st.id, Position: f.Position, Channel: f.Channel, Bytes: len(f.Payload)})
@@ -641,7 +726,7 @@ func (s *Store) newFrames(state *storedStream, st *ingestStream, input string, c
 	uniq := batch[:0]
 	for _, f := range batch {
 		if n := len(uniq); n > 0 && uniq[n-1].Position == f.Position {
-			if storeSameFrame(uniq[n-1], f) {
+			if storeSameFrame(uniq[n-1].Frame, f.Frame) {
 				c.Duplicates++
 			} else {
 				conflict(f)
@@ -656,21 +741,24 @@ func (s *Store) newFrames(state *storedStream, st *ingestStream, input string, c
 	}
 	// Copies of stored frames: read the chunks whose range overlaps.
 	lo, hi := batch[0].Position, batch[len(batch)-1].Position
-	stored := make([]bool, len(batch))
+	var stored []bool
 	for _, ch := range state.chunks {
 		if ch.empty || ch.first > hi || ch.last < lo {
 			continue
+		}
+		if stored == nil {
+			stored = make([]bool, len(batch))
 		}
 		err := storeReadChunk(state.chunkPath(ch), func(e *Entry) {
 			if e.Kind != EntryFrame {
 				return
 			}
-			i, found := slices.BinarySearchFunc(batch, e.Frame.Position, func(f frames.Frame, p frames.Position) int { return cmp.Compare(f.Position, p) })
+			i, found := slices.BinarySearchFunc(batch, e.Frame.Position, func(f ingestFrame, p frames.Position) int { return cmp.Compare(f.Position, p) })
 			if !found || stored[i] {
 				return
 			}
 			stored[i] = true
-			if storeSameFrame(batch[i], e.Frame) {
+			if storeSameFrame(batch[i].Frame, e.Frame) {
 				c.Duplicates++
 			} else {
 				conflict(batch[i])
@@ -679,6 +767,9 @@ func (s *Store) newFrames(state *storedStream, st *ingestStream, input string, c
 		if err != nil {
 			return newBatch{err: err}
 		}
+	}
+	if stored == nil {
+		return newBatch{frames: batch}
 	}
 	out := batch[:0]
 	for i, f := range batch {
@@ -715,10 +806,14 @@ func (pc *pendingChunk) discard() {
 
 // writeChunk writes frames (in position order) as a new chunk of the
 // stream to a temporary file in STORE/tmp, not synced: ended adds the
-// StreamEnded record; with no frames the chunk is an end chunk. The
+// StreamEnded record; with no frames the chunk is an end chunk. A run of
+// frames that is the whole of an input block (every frame the ingest
+// buffered of it, in its order) is written as that block, its stored body
+// copied ([Writer.CopyBlock], which checks that the records it would
+// compress are the block's): the frames are not compressed again. The
 // caller holds the lock, and syncs (syncChunks) and installs
 // (installChunk) or discards the chunk.
-func (s *Store) writeChunk(state *storedStream, channels []frames.ChannelDescriptor, frs []frames.Frame, ended bool) (*pendingChunk, error) {
+func (s *Store) writeChunk(state *storedStream, channels []frames.ChannelDescriptor, frs []ingestFrame, ended bool) (*pendingChunk, error) {
 	pc := &pendingChunk{state: state, frames: uint64(len(frs)), ended: ended}
 	if len(frs) == 0 {
 		pc.cf = storeChunk{empty: true}
@@ -734,8 +829,26 @@ func (s *Store) writeChunk(state *storedStream, channels []frames.ChannelDescrip
 	}
 	// The Writer buffers: it writes in pieces of 1 MiB.
 	w, err := NewWriter(pc.tmp, state.meta.Descriptor, channels, WriterOptions{Compression: CompressZstd, WriterID: storeWriterID})
-	for i := 0; err == nil && i < len(frs); i++ {
-		err = w.WriteFrame(frs[i])
+	for i := 0; err == nil && i < len(frs); {
+		// A block is tried at its first frame only: each frame is looked
+		// at at most twice.
+		blk := frs[i].blk
+		if i > 0 && frs[i-1].blk == blk {
+			blk = nil
+		}
+		if n := copyRun(frs[i:], blk); n > 0 {
+			err = w.EndBlock()
+			for j := i; err == nil && j < i+n; j++ {
+				err = w.WriteFrame(frs[j].Frame)
+			}
+			if err == nil {
+				err = w.CopyBlock(blk.body, n)
+			}
+			i += n
+			continue
+		}
+		err = w.WriteFrame(frs[i].Frame)
+		i++
 	}
 	if err == nil && ended {
 		err = w.Close()
@@ -747,6 +860,20 @@ func (s *Store) writeChunk(state *storedStream, channels []frames.ChannelDescrip
 		return nil, fmt.Errorf("segments: store: write chunk of %s: %w", state.meta.Descriptor.Stream, err)
 	}
 	return pc, nil
+}
+
+// copyRun returns the length of the run of frames at the start of frs that
+// is the whole of input block blk and can be copied, 0 if there is none.
+func copyRun(frs []ingestFrame, blk *ingestBlock) int {
+	if blk == nil || blk.bad || blk.n > len(frs) {
+		return 0
+	}
+	for _, f := range frs[:blk.n] {
+		if f.blk != blk {
+			return 0
+		}
+	}
+	return blk.n
 }
 
 // syncChunks syncs and closes the temporary files of chunks, all at once.
