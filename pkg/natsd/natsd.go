@@ -30,6 +30,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -163,15 +164,24 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o.Token = os.Getenv(TokenEnv)
-	lines := make(chan string, 64)
-	logDone := make(chan struct{})
-	go func() { // one writer, so that lines never interleave
-		defer close(logDone)
-		for l := range lines {
+	// The server logs from its own goroutines, some of them after
+	// Shutdown returned: lines are written under a lock, one at a time so
+	// that they never interleave, and dropped once Main is done with
+	// stderr.
+	var logMu sync.Mutex
+	logOpen := true
+	o.Log = func(l string) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		if logOpen {
 			fmt.Fprintln(stderr, strings.ReplaceAll(l, "\n", " "))
 		}
-	}()
-	o.Log = func(l string) { lines <- l }
+	}
+	closeLog := func() {
+		logMu.Lock()
+		logOpen = false
+		logMu.Unlock()
+	}
 	// ds runs ds-natsd in its own process group, so a terminal's ^C
 	// reaches ds only, which then closes the pipe when it is done with
 	// the server; a signal sent to ds-natsd itself stops it.
@@ -180,8 +190,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer signal.Stop(sigs)
 	s, err := Start(o)
 	if err != nil {
-		close(lines)
-		<-logDone
+		closeLog()
 		fmt.Fprintf(stdout, "fail %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 		return 1
 	}
@@ -196,7 +205,6 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case <-sigs:
 	}
 	s.Shutdown()
-	close(lines)
-	<-logDone
+	closeLog()
 	return 0
 }
