@@ -6,6 +6,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -69,6 +70,7 @@ func TestHelperForeground(t *testing.T) {
 		Producer: p,
 		Label:    label,
 		Signals:  sigs,
+		Grace:    30 * time.Second, // a loaded machine can take seconds to run the trap
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +78,8 @@ func TestHelperForeground(t *testing.T) {
 	if res.ExitCode != 6 {
 		t.Errorf("exit %d", res.ExitCode)
 	}
-	if got := sigRecords(t, p); !cmp.Equal(got, []string{"INT/2/terminal", "TERM/15/forwarded"}) {
+	// As in TestTermForwarded, a dying sleep may still be in the tree.
+	if got := sigRecords(t, p); !cmp.Equal(got, []string{"INT/2/terminal", "TERM/15/forwarded"}) && !cmp.Equal(got, []string{"INT/2/terminal", "TERM/15/forwarded", "TERM/15/tree"}) {
 		t.Errorf("signal records = %q", got)
 	}
 	if bytes.Contains([]byte(p.text("proc.t.stdout")), []byte("INT")) {

@@ -534,7 +534,11 @@ func TestTermForwarded(t *testing.T) {
 	if res.ExitCode != 7 || res.Signal != 0 {
 		t.Errorf("exit %d signal %v, want the child's own 7", res.ExitCode, res.Signal)
 	}
-	if got := sigRecords(t, p); !cmp.Equal(got, []string{"TERM/15/forwarded"}) {
+	// The trap's kill reaches sleep before sh exits, but on a loaded
+	// machine sleep can still be alive (dying) when ds looks at the tree:
+	// it is then sent TERM as the tree's rest, which is right too.
+	got := sigRecords(t, p)
+	if !cmp.Equal(got, []string{"TERM/15/forwarded"}) && !cmp.Equal(got, []string{"TERM/15/forwarded", "TERM/15/tree"}) {
 		t.Errorf("signal records = %q", got)
 	}
 }
