@@ -2,6 +2,7 @@ package segments
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -126,5 +127,117 @@ func BenchmarkReaderNext(b *testing.B) {
 				b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "frames/s")
 			})
 		}
+	}
+}
+
+// seqCapture returns a zstd capture of n one-line frames "1\n", "2\n", …,
+// as `ds wrap -- seq N` writes them when every line is a write: the
+// per-frame read cost (issue 23 item 1) with almost no payload.
+func seqCapture(b testing.TB, n int) []byte {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, descS, []frames.ChannelDescriptor{c2}, WriterOptions{Compression: CompressZstd})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var line []byte
+	for i := range n {
+		line = fmt.Appendf(line[:0], "%d\n", i+1)
+		if err := w.WriteFrame(frames.Frame{Channel: 2, Position: frames.Position(i), Payload: line}); err != nil {
+			b.Fatal(err)
+		}
+		if i%benchTick == benchTick-1 {
+			if err := w.Flush(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// BenchmarkReaderNextViewSeq is the reader's part of the per-frame read
+// path (block decode, inner record parse, CRC, frame decode) on one-line
+// frames, as ds log reads them (NextView): ns/op is per frame.
+func BenchmarkReaderNextViewSeq(b *testing.B) {
+	data := seqCapture(b, 1_000_000)
+	r := NewReader(bytes.NewReader(data), ReaderOptions{SkipSummaries: true})
+	var e Entry
+	b.ReportAllocs()
+	for b.Loop() {
+		for {
+			err := r.NextView(&e)
+			if err == io.EOF {
+				r = NewReader(bytes.NewReader(data), ReaderOptions{SkipSummaries: true})
+				continue
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			if e.Kind == EntryFrame {
+				break
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "frames/s")
+}
+
+// frameCounter is a Sink that counts frames and their bytes.
+type frameCounter struct{ frames, bytes, damage int }
+
+func (c *frameCounter) Header(SegmentHeader)             {}
+func (c *frameCounter) Channel(frames.ChannelDescriptor) {}
+func (c *frameCounter) Frame(_ frames.StreamID, f frames.Frame) {
+	c.frames++
+	c.bytes += len(f.Payload)
+}
+func (c *frameCounter) Ended(frames.StreamID)                          {}
+func (c *frameCounter) Damage(int64, int64, bool, error)               { c.damage++ }
+func (c *frameCounter) Trimmed(frames.StreamID, frames.Position, bool) {}
+
+// BenchmarkScanSeq is Scan of a capture of one-line frames: the reader
+// goroutine, the batches handed to the sink and the sink calls, as ds log
+// reads a file. ns/frame is the per-frame cost; allocs/op is per capture
+// of 1 M frames (per frame it must stay 0).
+func BenchmarkScanSeq(b *testing.B) {
+	const n = 1_000_000
+	data := seqCapture(b, n)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var c frameCounter
+		if err := Scan(context.Background(), bytes.NewReader(data), ScanOptions{}, &c); err != nil {
+			b.Fatal(err)
+		}
+		if c.frames != n || c.damage != 0 {
+			b.Fatalf("%d frames, %d damaged ranges, want %d frames", c.frames, c.damage, n)
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N)/n, "ns/frame")
+}
+
+// TestScanAllocsPerFrame checks that Scan allocates nothing per frame
+// (issue 23 item 1; an errors.As target in the reader's loop once cost one
+// allocation a frame): a capture of 100 000 one-line frames costs a
+// bounded number of allocations, the batches, buffers and goroutines.
+func TestScanAllocsPerFrame(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	const n = 100_000
+	data := seqCapture(t, n)
+	var c frameCounter
+	allocs := testing.AllocsPerRun(3, func() {
+		c = frameCounter{}
+		if err := Scan(context.Background(), bytes.NewReader(data), ScanOptions{}, &c); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if c.frames != n || c.damage != 0 {
+		t.Fatalf("%d frames, %d damaged ranges, want %d frames", c.frames, c.damage, n)
+	}
+	if allocs > n/100 {
+		t.Errorf("Scan of %d frames: %.0f allocations, want at most %d (none a frame)", n, allocs, n/100)
 	}
 }

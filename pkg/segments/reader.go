@@ -667,7 +667,20 @@ func (r *Reader) checkBlock(content []byte) error {
 func (r *Reader) nextInner(e *Entry, payload []byte) bool {
 	rec, n, _ := wireformat.ParseInner(r.block[r.blockPos:])
 	r.blockPos += n
-	ok, _ := r.decode(e, payload, rec, r.blockOff, true)
+	var ok bool
+	if rec.Type == wireformat.TypeFrame {
+		// The common case, without decode's switch: checkBlock checked
+		// the body.
+		f, _ := wireformat.ParseInnerFrameBody(rec.Body, r.blockNext)
+		r.blockNext = f.Position + 1
+		if !r.alias {
+			f.Payload = append(payload, f.Payload...)
+		}
+		e.Kind, e.Offset, e.Stream, e.Frame = EntryFrame, r.blockOff, r.stream, f
+		ok = true
+	} else {
+		ok, _ = r.decode(e, payload, rec, r.blockOff, true)
+	}
 	if r.blockPos >= len(r.block) {
 		r.block, r.blockPos = nil, 0
 	}

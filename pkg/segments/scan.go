@@ -329,15 +329,17 @@ func readBatches(ctx context.Context, f *batchFeed, opts ScanOptions, anyFormat 
 			return
 		}
 		b := f.b
-		it := scanItem{e: e, err: err}
+		// The item is filled in place: an Entry is 128 bytes, copied
+		// once a frame.
+		b.items = append(b.items, scanItem{})
+		it := &b.items[len(b.items)-1]
+		it.e, it.err = e, err
 		if err == nil && e.Kind == EntryFrame {
 			it.off, it.n = len(b.arena), len(e.Frame.Payload)
 			b.arena = append(b.arena, e.Frame.Payload...)
 			it.e.Frame.Payload = nil
 		}
-		b.items = append(b.items, it)
-		var ce *CorruptError
-		if err != nil && !errors.As(err, &ce) {
+		if err != nil && !isCorrupt(err) {
 			f.send(false) // the last
 			return
 		}
@@ -345,6 +347,14 @@ func readBatches(ctx context.Context, f *batchFeed, opts ScanOptions, anyFormat 
 			return
 		}
 	}
+}
+
+// isCorrupt reports whether err is a *CorruptError (damage, not the end of
+// the input). It is apart so that its target escapes only on errors: in
+// readBatches' loop it was one allocation a frame.
+func isCorrupt(err error) bool {
+	var ce *CorruptError
+	return errors.As(err, &ce)
 }
 
 // damageRuns holds the damaged ranges [Scan] has not reported yet: run,

@@ -174,6 +174,11 @@ func InnerFrameSize(f frames.Frame, next frames.Position) int {
 // for a malformed varint or a channel id over 2³²−1. The payload aliases
 // body.
 func ParseInnerFrameBody(body []byte, next frames.Position) (frames.Frame, error) {
+	if len(body) >= 2 && body[0] < 0x80 && body[1] < 0x80 {
+		// The common case, inlined: one-byte channel id and delta.
+		d := uint64(body[1])
+		return frames.Frame{Channel: frames.ChannelID(body[0]), Position: next + frames.Position(int64(d>>1)^-int64(d&1)), Payload: body[2:]}, nil
+	}
 	f, err := ParseFrameBody(body)
 	if err != nil {
 		return f, err
@@ -208,6 +213,14 @@ func uvarintLen(x uint64) int {
 // block means the block is malformed. Reserved and experimental types
 // decode; the caller skips them as it does outer records.
 func ParseInner(b []byte) (Record, int, error) {
+	if len(b) >= 2 && b[1] < 0x80 && RecordType(b[0]) == TypeFrame {
+		// The common case, inlined: a Frame of under 128 bytes (a line).
+		n := 2 + int(b[1])
+		if n > len(b) {
+			return Record{}, 0, io.ErrUnexpectedEOF
+		}
+		return Record{Type: TypeFrame, Body: b[2:n]}, n, nil
+	}
 	if len(b) == 0 {
 		return Record{}, 0, io.ErrUnexpectedEOF
 	}

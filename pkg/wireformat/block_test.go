@@ -193,3 +193,36 @@ func TestInnerFramePositions(t *testing.T) {
 		t.Errorf("bad varint: %v", err)
 	}
 }
+
+// TestInnerFrameFastPath checks the one-byte fast paths of ParseInner,
+// ParseInnerFrameBody and ParseFrameBody against the varint rules at the
+// byte boundaries (127, 128) of the record length, channel id and position
+// delta: every frame round-trips, and every cut of it is
+// io.ErrUnexpectedEOF.
+func TestInnerFrameFastPath(t *testing.T) {
+	for _, ch := range []frames.ChannelID{0, 1, 127, 128, 300} {
+		for _, pos := range []frames.Position{0, 1, 63, 64, 127, 128, 1 << 40} {
+			for _, size := range []int{0, 1, 123, 124, 125, 126, 200} {
+				f := frames.Frame{Channel: ch, Position: pos, Payload: bytes.Repeat([]byte{'x'}, size)}
+				b := AppendInnerFrame(nil, f, 0)
+				rec, n, err := ParseInner(b)
+				if err != nil || n != len(b) || rec.Type != TypeFrame {
+					t.Fatalf("ch %d pos %d size %d: ParseInner = %v, %d, %v; want a Frame of %d bytes", ch, pos, size, rec.Type, n, err, len(b))
+				}
+				g, err := ParseInnerFrameBody(rec.Body, 0)
+				if err != nil || g.Channel != ch || g.Position != pos || !bytes.Equal(g.Payload, f.Payload) {
+					t.Fatalf("ch %d pos %d size %d: ParseInnerFrameBody = %+v, %v", ch, pos, size, g, err)
+				}
+				o := AppendFrameBody(nil, f)
+				if g, err = ParseFrameBody(o); err != nil || g.Channel != ch || g.Position != pos || !bytes.Equal(g.Payload, f.Payload) {
+					t.Fatalf("ch %d pos %d size %d: ParseFrameBody = %+v, %v", ch, pos, size, g, err)
+				}
+				for cut := range len(b) {
+					if _, _, err := ParseInner(b[:cut]); err != io.ErrUnexpectedEOF {
+						t.Fatalf("ch %d pos %d size %d cut at %d: ParseInner err %v, want io.ErrUnexpectedEOF", ch, pos, size, cut, err)
+					}
+				}
+			}
+		}
+	}
+}

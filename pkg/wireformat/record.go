@@ -181,6 +181,11 @@ func AppendFrameBody(dst []byte, f frames.Frame) []byte {
 // malformed varint or a channel id over 2³²−1. The payload aliases body; an
 // empty payload is a non-nil empty slice only if body has capacity.
 func ParseFrameBody(body []byte) (frames.Frame, error) {
+	if len(body) >= 2 && body[0] < 0x80 && body[1] < 0x80 {
+		// The common case: one-byte channel id and position (an inner
+		// frame's position delta).
+		return frames.Frame{Channel: frames.ChannelID(body[0]), Position: frames.Position(body[1]), Payload: body[2:]}, nil
+	}
 	ch, k := binary.Uvarint(body)
 	if k <= 0 || ch > math.MaxUint32 {
 		return frames.Frame{}, fmt.Errorf("%w: frame channel id", ErrBadBody)
