@@ -127,8 +127,33 @@ func Collect(ctx context.Context, o CollectOptions) (IngestStats, error) {
 	if o.Ready != nil {
 		o.Ready(url)
 	}
-	return Ingest(ctx, nc, t, st, o.Ingest)
+	// A server that dies under ds collect (killed, crashed) never comes
+	// back: nothing else starts it. The ingester is then stopped, what it
+	// holds committed, and ds collect fails, instead of waiting forever
+	// for a server that cannot return.
+	ictx, stopIngest := context.WithCancelCause(ctx)
+	defer stopIngest(nil)
+	go func() {
+		select {
+		case <-srv.Exited():
+			stopIngest(errServerExited)
+		case <-ictx.Done():
+		}
+	}()
+	stats, err = Ingest(ictx, nc, t, st, o.Ingest)
+	if ctx.Err() == nil && errors.Is(context.Cause(ictx), errServerExited) {
+		how := "exit status 0"
+		if e := srv.ExitError(); e != nil {
+			how = e.Error()
+		}
+		return stats, fmt.Errorf("the server (ds-natsd) exited under ds collect (%s): what it had acknowledged is stored; run ds collect on the store again to resume from the server's files", how)
+	}
+	return stats, err
 }
+
+// errServerExited is the cause of stopping the ingester of [Collect]
+// when its server's process has exited.
+var errServerExited = errors.New("fleet: the server exited")
 
 // checkListen tries the address of a port other than 0: nats-server takes
 // 10 s to give up on an address in use.

@@ -25,8 +25,8 @@ const DefaultListen = "127.0.0.1:4222"
 // ARCHITECTURE.md §1).
 const HelperName = "ds-natsd"
 
-// HelperEnv, if set, is the path of the helper program, in place of the
-// search of [FindHelper].
+// HelperEnv is the environment variable that, if set, gives the path of
+// the helper program, in place of the search of [FindHelper].
 const HelperEnv = "DS_NATSD"
 
 // helperTokenEnv passes the token to the helper (natsd.TokenEnv; fleet
@@ -62,7 +62,19 @@ type Server struct {
 	shutdown func()    // stops the server and waits until it has
 	lock     io.Closer // the store's lock ([Collect]), released after Shutdown
 	once     sync.Once
+	exited   chan struct{} // closed when ds-natsd exits (nil: in this process)
+	exitErr  error         // how it exited, once exited is closed
 }
+
+// Exited returns a channel closed when the server's process (ds-natsd)
+// has exited, whether [Server.Shutdown] stopped it or it died (killed,
+// crashed): a caller that did not shut it down has lost its server. It
+// is nil, never closed, for a server running in this process.
+func (s *Server) Exited() <-chan struct{} { return s.exited }
+
+// ExitError says how ds-natsd ended once [Server.Exited] is closed: nil
+// for exit status 0, else the *exec.ExitError ("signal: killed").
+func (s *Server) ExitError() error { return s.exitErr }
 
 // startServer is what [StartServer] calls; the package's tests replace it
 // by an in-process server.
@@ -162,7 +174,7 @@ func startHelper(o ServerOptions) (*Server, error) {
 			}
 		}
 	}()
-	waited := make(chan error, 1)
+	srv := &Server{exited: make(chan struct{})}
 	first := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(stdout).ReadString('\n')
@@ -172,15 +184,16 @@ func startHelper(o ServerOptions) (*Server, error) {
 	stop := func() {
 		stdin.Close()
 		select {
-		case <-waited:
+		case <-srv.exited:
 		case <-time.After(30 * time.Second):
 			cmd.Process.Kill()
+			<-srv.exited
 		}
 	}
 	go func() {
 		<-logged // Wait closes the pipes: read them to their end first
-		waited <- cmd.Wait()
-		close(waited)
+		srv.exitErr = cmd.Wait()
+		close(srv.exited)
 	}()
 	var line string
 	select {
@@ -191,14 +204,19 @@ func startHelper(o ServerOptions) (*Server, error) {
 	}
 	switch {
 	case strings.HasPrefix(line, "ready "):
-		return &Server{url: strings.TrimPrefix(line, "ready "), shutdown: stop}, nil
+		srv.url, srv.shutdown = strings.TrimPrefix(line, "ready "), stop
+		return srv, nil
 	case strings.HasPrefix(line, "fail "):
 		stop()
 		return nil, errors.New(strings.TrimPrefix(line, "fail "))
 	default:
 		stdin.Close()
-		err := <-waited
-		return nil, fmt.Errorf("%s: exited before its server took clients (%v; output %q)", path, err, line)
+		<-srv.exited
+		how := "exit status 0"
+		if srv.exitErr != nil {
+			how = srv.exitErr.Error()
+		}
+		return nil, fmt.Errorf("%s: exited before its server took clients (%s; it printed %q, want \"ready URL\")", path, how, line)
 	}
 }
 

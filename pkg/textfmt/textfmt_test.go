@@ -79,7 +79,7 @@ func TestAppendTSVCell(t *testing.T) {
 		{"plain text", "plain text"},
 		{"a\tb\nc\rd\\e", `a\tb\nc\rd\\e`},
 		{"\x1b[2J\x00\x7f", `\x1b[2J\x00\x7f`},
-		{"é ‮", "é ‮"}, // UTF-8 is left alone; a terminal's escaper handles bidi
+		{"é \u202e", "é \u202e"}, // UTF-8 is left alone; a terminal's escaper handles bidi
 		{"\xff", "\xff"},
 		{"", ""},
 	} {
