@@ -35,8 +35,10 @@ once, whatever order, copies and cuts of the stream arrive in. A frame at
 a position already stored is a duplicate, dropped when it is the same
 (channel and payload), and refused, reported on stderr, when it differs
 (a conflict: the stored frame stays, first copy wins). So ingesting is
-idempotent (the same capture twice stores nothing new) and
-order-independent (any arrival order stores the same frames). A channel
+idempotent (the same capture twice stores nothing new) and, but for
+conflicts, order-independent (any arrival order stores the same frames;
+of two different payloads at one position, the one that arrived first is
+kept, and the conflict is said only when the second arrives). A channel
 whose descriptor differs from the one the store (or the input) holds for
 its id is a catalog conflict: that stream's frames in that input are not
 stored (exit 1); the other streams' are. Frames below a stream's trim
