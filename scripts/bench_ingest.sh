@@ -11,12 +11,14 @@
 #
 # Timing: ds ingest into a fresh store and ds merge of the same inputs to a
 # file run in turn, A B A B …, RUNS pairs (default 5) after one pair run
-# under /usr/bin/time -v for the peak RSS; each is timed as a whole process
+# under /usr/bin/time -f (GNU time, Debian package time: required) for the
+# peak RSS; each is timed as a whole process
 # (wall and user+system CPU). The ratios are medians of the pair ratios,
 # which hold when the machine's speed drifts. The load average is printed
 # before and after. The work directory is in $TMPDIR.
 # Usage: scripts/bench_ingest.sh [N=1000000] [RUNS=5] [K=2]
 set -euo pipefail
+[ -x /usr/bin/time ] || { echo "bench_ingest.sh: /usr/bin/time (GNU time) is required: apt-get install time" >&2; exit 1; }
 n=${1:-1000000}
 runs=${2:-5}
 k=${3:-2}

@@ -118,8 +118,9 @@ echo "$n one-line frames, $runs paired runs each, medians of whole-process wall 
 printf '%-46s|%9s|%9s|%12s|%-14s|%s\n' job ds baseline ratio/rate target result
 for r in "${rows[@]}"; do echo "$r"; done
 if [ -s "$work/exits" ]; then
-	echo "non-zero exits while timing (stderr: first lines):"
+	echo "non-zero exits while timing (stderr: first lines): the figures above do not hold"
 	sort "$work/exits" | uniq -c
 	head -5 "$work/stderr"
+	fail=1
 fi
 exit "$fail"
