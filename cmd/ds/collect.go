@@ -73,8 +73,10 @@ make build puts bin/ds-natsd beside bin/ds, and go install ./cmd/...
 installs both. ds-natsd runs in a process group of its own and stops
 when ds collect closes its standard input, or dies, even by kill -9.
 
-SIGINT or SIGTERM stops it: the batch in hand is stored, the totals are
-printed with "(interrupted)", the server shuts down, exit 0.
+SIGINT, SIGTERM or SIGHUP (the terminal or the ssh session gone) stops
+it: the batch in hand is stored, the totals are printed with
+"(interrupted)", the server shuts down, exit 0. A server that dies under
+it (ds-natsd killed) stops it with exit 1.
 
 Exit status: 0 when interrupted, 1 on an error (no ds-natsd, the address is in use,
 the store cannot be written, another ds collect runs on it), 2 on a bad
@@ -132,7 +134,7 @@ func collectAction(ctx context.Context, c *cli.Command) error {
 			return fmt.Errorf("--url-file %s exists: not replacing it (remove it if a ds collect that was killed left it)", o.urlFile)
 		}
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	root := c.Root()
 	return runCollect(ctx, o, root.Writer, root.ErrWriter)

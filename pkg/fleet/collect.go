@@ -163,7 +163,10 @@ func checkListen(listen string) error {
 	}
 	l, err := net.Listen("tcp", listen)
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w (another ds collect or nats-server?)", listen, err)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("--listen %s: %w (another ds collect or nats-server?)", listen, err)
+		}
+		return fmt.Errorf("--listen %s: %w", listen, err)
 	}
 	return l.Close()
 }
