@@ -68,23 +68,33 @@ func (w *countWriter) Write(p []byte) (int, error) { w.n += int64(len(p)); retur
 
 // benchCapture returns a capture of n 100-byte frames.
 func benchCapture(b *testing.B, comp Compression, n int) []byte {
+	return writeBenchCapture(b, comp, n, func(_ []byte, i int) []byte { return benchLines[i%len(benchLines)] })
+}
+
+// writeBenchCapture returns a capture of n frames of channel 2, frame i's
+// payload what payload returns (it may append to dst, the previous
+// payload's storage), flushed every benchTick frames as ds wrap's drain
+// ticks do.
+func writeBenchCapture(tb testing.TB, comp Compression, n int, payload func(dst []byte, i int) []byte) []byte {
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, descS, []frames.ChannelDescriptor{c2}, WriterOptions{Compression: comp})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
+	var p []byte
 	for i := range n {
-		if err := w.WriteFrame(frames.Frame{Channel: 2, Position: frames.Position(i), Payload: benchLines[i%len(benchLines)]}); err != nil {
-			b.Fatal(err)
+		p = payload(p, i)
+		if err := w.WriteFrame(frames.Frame{Channel: 2, Position: frames.Position(i), Payload: p}); err != nil {
+			tb.Fatal(err)
 		}
 		if i%benchTick == benchTick-1 {
 			if err := w.Flush(); err != nil {
-				b.Fatal(err)
+				tb.Fatal(err)
 			}
 		}
 	}
 	if err := w.Close(); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return buf.Bytes()
 }
@@ -134,27 +144,7 @@ func BenchmarkReaderNext(b *testing.B) {
 // as `ds wrap -- seq N` writes them when every line is a write: the
 // per-frame read cost (issue 23 item 1) with almost no payload.
 func seqCapture(b testing.TB, n int) []byte {
-	var buf bytes.Buffer
-	w, err := NewWriter(&buf, descS, []frames.ChannelDescriptor{c2}, WriterOptions{Compression: CompressZstd})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var line []byte
-	for i := range n {
-		line = fmt.Appendf(line[:0], "%d\n", i+1)
-		if err := w.WriteFrame(frames.Frame{Channel: 2, Position: frames.Position(i), Payload: line}); err != nil {
-			b.Fatal(err)
-		}
-		if i%benchTick == benchTick-1 {
-			if err := w.Flush(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
-	}
-	return buf.Bytes()
+	return writeBenchCapture(b, CompressZstd, n, func(dst []byte, i int) []byte { return fmt.Appendf(dst[:0], "%d\n", i+1) })
 }
 
 // BenchmarkReaderNextViewSeq is the reader's part of the per-frame read
