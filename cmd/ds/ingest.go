@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -131,13 +130,7 @@ func ingestAction(ctx context.Context, c *cli.Command) error {
 	if interval <= 0 {
 		return usagef("--commit-interval %s: want a positive duration, such as 1s", interval)
 	}
-	if os.Getenv("GOGC") == "" {
-		// What an ingest holds is mostly the batch it commits and
-		// drops: collecting at half again its live heap, not twice,
-		// keeps its peak RSS under 64 MiB (ARCHITECTURE.md §7) at
-		// little cost, as for ds merge.
-		debug.SetGCPercent(50)
-	}
+	collectOften()
 	stdin, urls := 0, 0
 	for _, a := range args[1:] {
 		switch {

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -230,12 +229,7 @@ func (j *mergeJob) run(ctx context.Context, names []string) error {
 	// A merge of 8 inputs holds 8 readers' buffers: the views' limit
 	// would have it collect without end.
 	limitMemory(mergeMemoryLimit)
-	if os.Getenv("GOGC") == "" {
-		// What a merge holds is mostly buffers it reuses: collecting at
-		// half again its live heap, not twice, keeps its peak low at
-		// little cost.
-		debug.SetGCPercent(50)
-	}
+	collectOften()
 	var o sources.Outcome
 	names = expandNames(j.set, names, j.stderr, &o)
 	if o.FailedInput() {

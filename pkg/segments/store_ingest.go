@@ -314,7 +314,12 @@ const ingestRunLen = 256
 // damage or the end. Each entry read from a Block record is sent with
 // that block (its body copied once). It stops when stop is closed.
 func ingestRead(r io.Reader, out chan<- ingestRun, stop <-chan struct{}) {
-	rd := NewReader(r, ReaderOptions{SkipSummaries: true})
+	// Summaries are read as entries (and ignored by add), not skipped:
+	// a skipped summary made Buffered count bytes that Next then passed
+	// over, so the run before it was held until more input came, and a
+	// live input's last frames (ds emit's, before its closing summary)
+	// were not committed by an interrupt.
+	rd := NewReader(r, ReaderOptions{})
 	var (
 		run    ingestRun
 		arena  []byte
