@@ -87,14 +87,32 @@ type ChannelEntry struct {
 // A Catalog is not safe for concurrent use when any goroutine adds to it;
 // methods that only read may run concurrently. Descriptors go in and come
 // out as copies: changing a returned Label does not change the catalog.
+//
+// A catalog is held compactly, for catalogs of a hundred thousand channels
+// and more (a 16 MiB header, ds-format(5) "SIZE LIMITS"): the channels of a
+// stream as one slice sorted by id, about 48 bytes each besides their
+// names, and each distinct source once.
 type Catalog struct {
 	streams map[frames.StreamID]*streamState
+	sources []string         // each distinct source once; channelState.source indexes it
+	srcIdx  map[string]int32 // the index of each source in sources
 }
 
 type streamState struct {
 	entry    StreamEntry
-	channels map[frames.ChannelID]ChannelEntry
+	channels []channelState // sorted by id
 	names    map[string]frames.ChannelID
+}
+
+// channelState is a channel descriptor as a Catalog holds it, its stream
+// being that of the streamState holding it.
+type channelState struct {
+	name   string
+	label  *string
+	schema *string // only for KindJSONRecord
+	id     frames.ChannelID
+	kind   frames.ContentKind
+	source int32 // index into Catalog.sources
 }
 
 // New returns an empty catalog.
@@ -107,24 +125,39 @@ func New() *Catalog { return &Catalog{} }
 // wrapping [ErrInvalid] for an origin outside the seed's spellings; the
 // catalog is then unchanged.
 func (c *Catalog) AddStream(desc frames.StreamDescriptor, source string) error {
+	_, err := c.addStream(desc, source)
+	return err
+}
+
+// addStream is AddStream, also reporting whether the catalog changed.
+func (c *Catalog) addStream(desc frames.StreamDescriptor, source string) (bool, error) {
+	if err := c.checkStream(desc, source); err != nil {
+		return false, err
+	}
+	st := c.streams[desc.Stream]
+	if st != nil && st.entry.Declared {
+		return false, nil
+	}
+	if st == nil {
+		st = c.newStream(desc.Stream)
+	}
+	st.entry = StreamEntry{Descriptor: cloneStream(desc), Declared: true, Source: source}
+	return true, nil
+}
+
+// checkStream returns the error AddStream would return, changing nothing.
+func (c *Catalog) checkStream(desc frames.StreamDescriptor, source string) error {
 	if _, err := desc.Origin.MarshalJSON(); err != nil {
 		return fmt.Errorf("%w: stream %s: origin %d", ErrInvalid, desc.Stream, desc.Origin)
 	}
 	st := c.streams[desc.Stream]
-	if st != nil && st.entry.Declared {
-		if streamEqual(st.entry.Descriptor, desc) {
-			return nil
-		}
+	if st != nil && st.entry.Declared && !streamEqual(st.entry.Descriptor, desc) {
 		return &ConflictError{
 			Stream:    desc.Stream,
 			OldStream: ptr(cloneStream(st.entry.Descriptor)), NewStream: ptr(cloneStream(desc)),
 			OldSource: st.entry.Source, NewSource: source,
 		}
 	}
-	if st == nil {
-		st = c.newStream(desc.Stream)
-	}
-	st.entry = StreamEntry{Descriptor: cloneStream(desc), Declared: true, Source: source}
 	return nil
 }
 
@@ -136,38 +169,109 @@ func (c *Catalog) AddStream(desc frames.StreamDescriptor, source string) error {
 // [ErrInvalid] for id 0, an empty name or an unknown content kind. The
 // catalog is then unchanged. The channel's stream need not be declared.
 func (c *Catalog) AddChannel(desc frames.ChannelDescriptor, source string) error {
-	switch {
-	case desc.ID == 0:
-		return fmt.Errorf("%w: channel id 0 in stream %s", ErrInvalid, desc.Stream)
-	case desc.Name == "":
-		return fmt.Errorf("%w: channel %d of stream %s has no name", ErrInvalid, desc.ID, desc.Stream)
-	}
-	if _, err := desc.Content.MarshalJSON(); err != nil {
-		return fmt.Errorf("%w: channel %d of stream %s: content kind %d", ErrInvalid, desc.ID, desc.Stream, desc.Content.Kind)
+	_, err := c.addChannel(desc, source)
+	return err
+}
+
+// addChannel is AddChannel, also reporting whether the catalog changed.
+func (c *Catalog) addChannel(desc frames.ChannelDescriptor, source string) (bool, error) {
+	held, at, err := c.checkChannel(desc, source)
+	if err != nil || held {
+		return false, err
 	}
 	st := c.streams[desc.Stream]
-	if st != nil {
-		if old, ok := st.channels[desc.ID]; ok {
-			if channelEqual(old.Descriptor, desc) {
-				return nil
-			}
-			return channelConflict(old, desc, source)
-		}
-		if id, ok := st.names[desc.Name]; ok {
-			return channelConflict(st.channels[id], desc, source)
-		}
-	} else {
+	if st == nil {
 		st = c.newStream(desc.Stream)
 	}
-	st.channels[desc.ID] = ChannelEntry{Descriptor: cloneChannel(desc), Source: source}
+	ch := channelState{name: desc.Name, label: cloneString(desc.Label), id: desc.ID, kind: desc.Content.Kind, source: c.sourceIndex(source)}
+	if desc.Content.Kind == frames.KindJSONRecord {
+		ch.schema = cloneString(desc.Content.Schema)
+	}
+	if at == len(st.channels) {
+		st.channels = append(st.channels, ch) // the common case: ids in order
+	} else {
+		st.channels = slices.Insert(st.channels, at, ch)
+	}
 	st.names[desc.Name] = desc.ID
-	return nil
+	return true, nil
+}
+
+// checkChannel returns the error AddChannel would return, changing
+// nothing; otherwise whether the catalog holds desc already and, when it
+// does not, where in its stream's channels desc goes.
+func (c *Catalog) checkChannel(desc frames.ChannelDescriptor, source string) (held bool, at int, err error) {
+	switch {
+	case desc.ID == 0:
+		return false, 0, fmt.Errorf("%w: channel id 0 in stream %s", ErrInvalid, desc.Stream)
+	case desc.Name == "":
+		return false, 0, fmt.Errorf("%w: channel %d of stream %s has no name", ErrInvalid, desc.ID, desc.Stream)
+	}
+	if _, err := desc.Content.MarshalJSON(); err != nil {
+		return false, 0, fmt.Errorf("%w: channel %d of stream %s: content kind %d", ErrInvalid, desc.ID, desc.Stream, desc.Content.Kind)
+	}
+	st := c.streams[desc.Stream]
+	if st == nil {
+		return false, 0, nil
+	}
+	at, found := st.find(desc.ID)
+	if found {
+		old := c.entry(desc.Stream, &st.channels[at])
+		if channelEqual(old.Descriptor, desc) {
+			return true, at, nil
+		}
+		return false, 0, channelConflict(old, desc, source)
+	}
+	if id, ok := st.names[desc.Name]; ok {
+		k, _ := st.find(id)
+		return false, 0, channelConflict(c.entry(desc.Stream, &st.channels[k]), desc, source)
+	}
+	return false, at, nil
+}
+
+// find returns where channel id is or would go in st.channels, and whether
+// it is there.
+func (st *streamState) find(id frames.ChannelID) (int, bool) {
+	n := len(st.channels)
+	if n == 0 || st.channels[n-1].id < id {
+		return n, false
+	}
+	return slices.BinarySearchFunc(st.channels, id, func(ch channelState, id frames.ChannelID) int { return cmp.Compare(ch.id, id) })
+}
+
+// sourceIndex returns the index of source in c.sources, adding it.
+func (c *Catalog) sourceIndex(source string) int32 {
+	if n := len(c.sources); n > 0 && c.sources[n-1] == source {
+		return int32(n - 1)
+	}
+	if i, ok := c.srcIdx[source]; ok {
+		return i
+	}
+	if c.srcIdx == nil {
+		c.srcIdx = make(map[string]int32)
+	}
+	i := int32(len(c.sources))
+	c.sources = append(c.sources, source)
+	c.srcIdx[source] = i
+	return i
+}
+
+// entry returns ch, a channel of stream, as a ChannelEntry, its pointers
+// copied.
+func (c *Catalog) entry(stream frames.StreamID, ch *channelState) ChannelEntry {
+	return ChannelEntry{Descriptor: c.descriptor(stream, ch), Source: c.sources[ch.source]}
+}
+
+func (c *Catalog) descriptor(stream frames.StreamID, ch *channelState) frames.ChannelDescriptor {
+	return frames.ChannelDescriptor{
+		Stream: stream, ID: ch.id, Name: ch.name, Label: cloneString(ch.label),
+		Content: frames.ChannelContent{Kind: ch.kind, Schema: cloneString(ch.schema)},
+	}
 }
 
 func channelConflict(old ChannelEntry, desc frames.ChannelDescriptor, source string) *ConflictError {
 	return &ConflictError{
 		Stream:     desc.Stream,
-		OldChannel: ptr(cloneChannel(old.Descriptor)), NewChannel: ptr(cloneChannel(desc)),
+		OldChannel: ptr(old.Descriptor), NewChannel: ptr(cloneChannel(desc)),
 		OldSource: old.Source, NewSource: source,
 	}
 }
@@ -177,9 +281,8 @@ func (c *Catalog) newStream(id frames.StreamID) *streamState {
 		c.streams = make(map[frames.StreamID]*streamState)
 	}
 	st := &streamState{
-		entry:    StreamEntry{Descriptor: frames.StreamDescriptor{Stream: id}},
-		channels: make(map[frames.ChannelID]ChannelEntry),
-		names:    make(map[string]frames.ChannelID),
+		entry: StreamEntry{Descriptor: frames.StreamDescriptor{Stream: id}},
+		names: make(map[string]frames.ChannelID),
 	}
 	c.streams[id] = st
 	return st
@@ -212,49 +315,66 @@ func (c *Catalog) AddEvent(ev frames.Event, source string) error {
 // [*ConflictError], joined with errors.Join (errors.As finds the first).
 // other is not changed; a nil other is an empty catalog.
 func (c *Catalog) Merge(other *Catalog) error {
+	_, err := c.MergeChanged(other)
+	return err
+}
+
+// MergeChanged is [Catalog.Merge], also reporting whether c changed: a
+// stream or channel of other that c did not hold, or a stream c knew
+// only through its channels that other declares. It checks every
+// descriptor of other before it adds any, so that it needs no copy of c
+// (a store's catalog of a hundred thousand channels is merged at every
+// commit).
+func (c *Catalog) MergeChanged(other *Catalog) (changed bool, err error) {
 	if other == nil {
-		return nil
+		return false, nil
 	}
-	merged := c.clone()
+	// other holds no conflict within itself, so checking each of its
+	// descriptors against c alone finds every conflict of the merge.
 	var errs []error
-	for _, s := range other.Streams() {
-		if s.Declared {
-			if err := merged.AddStream(s.Descriptor, s.Source); err != nil {
+	for _, id := range other.streamIDs() {
+		ost := other.streams[id]
+		if ost.entry.Declared {
+			if err := c.checkStream(ost.entry.Descriptor, ost.entry.Source); err != nil {
 				errs = append(errs, err)
 			}
-		} else if merged.streams[s.Descriptor.Stream] == nil {
-			merged.newStream(s.Descriptor.Stream)
 		}
-		for _, ch := range other.Channels(s.Descriptor.Stream) {
-			if err := merged.AddChannel(ch.Descriptor, ch.Source); err != nil {
+		for k := range ost.channels {
+			e := other.entry(id, &ost.channels[k])
+			if _, _, err := c.checkChannel(e.Descriptor, e.Source); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
 	if len(errs) > 0 {
-		return errors.Join(errs...)
+		return false, errors.Join(errs...)
 	}
-	c.streams = merged.streams
-	return nil
+	for _, id := range other.streamIDs() {
+		ost := other.streams[id]
+		if ost.entry.Declared {
+			ch, _ := c.addStream(ost.entry.Descriptor, ost.entry.Source)
+			changed = changed || ch
+		} else if c.streams[id] == nil {
+			c.newStream(id)
+			changed = true
+		}
+		for k := range ost.channels {
+			e := other.entry(id, &ost.channels[k])
+			ch, _ := c.addChannel(e.Descriptor, e.Source)
+			changed = changed || ch
+		}
+	}
+	return changed, nil
 }
 
-func (c *Catalog) clone() *Catalog {
-	n := &Catalog{streams: make(map[frames.StreamID]*streamState, len(c.streams))}
-	for id, st := range c.streams {
-		cp := &streamState{
-			entry:    st.entry,
-			channels: make(map[frames.ChannelID]ChannelEntry, len(st.channels)),
-			names:    make(map[string]frames.ChannelID, len(st.names)),
-		}
-		for k, v := range st.channels {
-			cp.channels[k] = v
-		}
-		for k, v := range st.names {
-			cp.names[k] = v
-		}
-		n.streams[id] = cp
+// streamIDs returns the ids of c's streams, sorted.
+func (c *Catalog) streamIDs() []frames.StreamID {
+	ids := make([]frames.StreamID, 0, len(c.streams))
+	for id := range c.streams {
+		ids = append(ids, id)
 	}
-	return n
+	slices.SortFunc(ids, frames.StreamID.Compare)
+	return ids
 }
 
 // Stream returns the entry of stream and whether the catalog knows the
@@ -273,11 +393,11 @@ func (c *Catalog) Lookup(stream frames.StreamID, id frames.ChannelID) (ChannelEn
 	if st == nil {
 		return ChannelEntry{}, false
 	}
-	e, ok := st.channels[id]
+	k, ok := st.find(id)
 	if !ok {
 		return ChannelEntry{}, false
 	}
-	return cloneChannelEntry(e), true
+	return c.entry(stream, &st.channels[k]), true
 }
 
 // LookupName returns the channel of stream called name and whether the
@@ -291,7 +411,7 @@ func (c *Catalog) LookupName(stream frames.StreamID, name string) (ChannelEntry,
 	if !ok {
 		return ChannelEntry{}, false
 	}
-	return cloneChannelEntry(st.channels[id]), true
+	return c.Lookup(stream, id)
 }
 
 // Streams returns every stream the catalog knows, declared or not, sorted
@@ -312,12 +432,35 @@ func (c *Catalog) Channels(stream frames.StreamID) []ChannelEntry {
 	if st == nil || len(st.channels) == 0 {
 		return nil
 	}
-	out := make([]ChannelEntry, 0, len(st.channels))
-	for _, e := range st.channels {
-		out = append(out, cloneChannelEntry(e))
+	out := make([]ChannelEntry, len(st.channels))
+	for k := range st.channels {
+		out[k] = c.entry(stream, &st.channels[k])
 	}
-	slices.SortFunc(out, func(a, b ChannelEntry) int { return cmp.Compare(a.Descriptor.ID, b.Descriptor.ID) })
 	return out
+}
+
+// Descriptors returns the descriptors of the channels of stream sorted by
+// id, or nil when the catalog knows none: [Catalog.Channels] without the
+// sources, made in one slice (what a segment header takes). The slice is
+// new on every call.
+func (c *Catalog) Descriptors(stream frames.StreamID) []frames.ChannelDescriptor {
+	st := c.streams[stream]
+	if st == nil || len(st.channels) == 0 {
+		return nil
+	}
+	out := make([]frames.ChannelDescriptor, len(st.channels))
+	for k := range st.channels {
+		out[k] = c.descriptor(stream, &st.channels[k])
+	}
+	return out
+}
+
+// Len returns the number of channels of stream the catalog holds.
+func (c *Catalog) Len(stream frames.StreamID) int {
+	if st := c.streams[stream]; st != nil {
+		return len(st.channels)
+	}
+	return 0
 }
 
 func streamEqual(a, b frames.StreamDescriptor) bool {

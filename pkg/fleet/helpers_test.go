@@ -300,7 +300,11 @@ func loadStore(t testing.TB, st *segments.Store) map[frames.StreamID]*storedStre
 		if uint64(len(fs)) != s.Frames {
 			t.Errorf("%s: Streams says %d frames, the stream reads %d", s.Desc.Stream, s.Frames, len(fs))
 		}
-		out[s.Desc.Stream] = &storedStream{Frames: fs, Channels: s.Channels, Ended: s.Ended}
+		chans, err := st.Channels(s.Desc.Stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[s.Desc.Stream] = &storedStream{Frames: fs, Channels: chans, Ended: s.Ended}
 	}
 	return out
 }

@@ -666,11 +666,20 @@ func storeReadCatalog(dir string) (*catalogfile.Catalog, error) {
 // synced, renamed over path, and path's directory synced. The caller holds
 // the lock.
 func (s *Store) writeFileAtomic(path string, data []byte) error {
+	return s.writeFileAtomicFunc(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeFileAtomicFunc is writeFileAtomic of what write writes, for a file
+// too large to be made in memory first (a catalog.json of 37 MB).
+func (s *Store) writeFileAtomicFunc(path string, write func(io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Join(s.dir, storeTmp), "*.tmp")
 	if err != nil {
 		return fmt.Errorf("segments: store: %w", err)
 	}
-	_, err = f.Write(data)
+	err = write(f)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -867,8 +876,9 @@ func storeReadChunk(path string, fn func(*Entry)) error {
 
 // StoreStream describes one stream of a store (see [Store.Streams]).
 type StoreStream struct {
-	Desc     frames.StreamDescriptor
-	Channels []frames.ChannelDescriptor // its catalog, sorted by id
+	// Desc is the stream's descriptor. Its catalog is not read here (a
+	// store's catalog.json can be tens of MB): see [Store.Channels].
+	Desc frames.StreamDescriptor
 	// Before is the trim horizon: positions below it were trimmed (0:
 	// none). Frames below it that remain in a chunk are hidden.
 	Before frames.Position
@@ -935,13 +945,6 @@ func (s *Store) Streams() ([]StoreStream, error) {
 // describe returns what Streams says of st.
 func (st *storedStream) describe() (StoreStream, error) {
 	ss := StoreStream{Desc: st.meta.Descriptor, Before: st.horizon, Ended: st.ended()}
-	cat, err := storeReadCatalog(st.dir)
-	if err != nil {
-		return ss, err
-	}
-	for _, ch := range cat.Channels(ss.Desc.Stream) {
-		ss.Channels = append(ss.Channels, ch.Descriptor)
-	}
 	for _, c := range st.chunks {
 		fi, err := os.Stat(st.chunkPath(c))
 		if err != nil {
@@ -956,6 +959,29 @@ func (st *storedStream) describe() (StoreStream, error) {
 		ss.Chunks++
 	}
 	return ss, nil
+}
+
+// Channels returns the catalog of stream id, its channels sorted by id,
+// as its catalog.json says (none when it has none). It returns an error
+// wrapping [ErrNoStream] for a stream the store does not hold, and the
+// errors of [catalogfile.Read], naming the file.
+func (s *Store) Channels(id frames.StreamID) ([]frames.ChannelDescriptor, error) {
+	dir := s.streamDir(id)
+	err := storeCheckReal(dir, true)
+	if err == nil {
+		_, err = storeReadMeta(dir)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s (in %s)", ErrNoStream, id, s.dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cat, err := storeReadCatalog(dir)
+	if err != nil {
+		return nil, err
+	}
+	return cat.Descriptors(id), nil
 }
 
 // OpenStream returns the stream id as a DSS byte stream: when its horizon
@@ -999,12 +1025,8 @@ func (s *Store) OpenStream(id frames.StreamID) (io.ReadCloser, error) {
 		if err != nil {
 			return nil, err
 		}
-		var channels []frames.ChannelDescriptor
-		for _, ch := range cat.Channels(id) {
-			channels = append(channels, ch.Descriptor)
-		}
 		var buf bytes.Buffer
-		w, err := NewWriter(&buf, m.Descriptor, channels, WriterOptions{Compression: CompressNone, WriterID: storeWriterID})
+		w, err := NewWriter(&buf, m.Descriptor, cat.Descriptors(id), WriterOptions{Compression: CompressNone, WriterID: storeWriterID})
 		if err == nil {
 			err = w.WriteTrimmed(h)
 		}

@@ -501,13 +501,6 @@ func (in *storeIngest) refuse(st *ingestStream, err error) {
 	in.errs = append(in.errs, err)
 }
 
-// storeCatalogText returns c in the catalog file format.
-func storeCatalogText(c *catalogfile.Catalog) []byte {
-	var b bytes.Buffer
-	c.WriteTo(&b)
-	return b.Bytes()
-}
-
 // saveIndexes writes the stream.json index of every stream this ingest
 // wrote chunks to and whose index lacks some, under the store's lock.
 func (in *storeIngest) saveIndexes() error {
@@ -642,17 +635,18 @@ func (s *Store) commitStream(st *ingestStream, input string, c *Commit, warn fun
 	if err != nil {
 		return false, nil, err
 	}
+	catChanged := false
 	if !isNew {
 		if _, ok := cat.Stream(st.id); !ok {
 			cat.AddStream(state.meta.Descriptor, "") // a catalog.json lost: the stored descriptor rules
+			catChanged = true
 		}
 	}
-	oldCat := storeCatalogText(cat)
-	if err := cat.Merge(st.cat); err != nil {
+	merged, err := cat.MergeChanged(st.cat)
+	if err != nil {
 		return false, nil, err
 	}
-	newCat := storeCatalogText(cat)
-	catChanged := !bytes.Equal(oldCat, newCat)
+	catChanged = catChanged || merged
 	if e, ok := cat.Stream(st.id); ok && e.Declared {
 		state.meta.Descriptor = e.Descriptor
 	}
@@ -673,7 +667,7 @@ func (s *Store) commitStream(st *ingestStream, input string, c *Commit, warn fun
 		storeSyncDir(dir)
 	}
 	if catChanged || isNew {
-		if err := s.writeFileAtomic(filepath.Join(dir, streamCatalogFile), newCat); err != nil {
+		if err := s.writeFileAtomicFunc(filepath.Join(dir, streamCatalogFile), func(w io.Writer) error { _, err := cat.WriteTo(w); return err }); err != nil {
 			return false, nil, err
 		}
 	}
@@ -685,11 +679,7 @@ func (s *Store) commitStream(st *ingestStream, input string, c *Commit, warn fun
 	if len(keep.frames) == 0 && !writeEnded {
 		return isNew || catChanged, nil, nil
 	}
-	var channels []frames.ChannelDescriptor
-	for _, ch := range cat.Channels(st.id) {
-		channels = append(channels, ch.Descriptor)
-	}
-	pc, err := s.writeChunk(state, channels, keep.frames, writeEnded)
+	pc, err := s.writeChunk(state, cat.Descriptors(st.id), keep.frames, writeEnded)
 	if err != nil {
 		return false, nil, err
 	}

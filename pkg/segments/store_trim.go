@@ -151,11 +151,7 @@ func (s *Store) keepEnd(st *storedStream, doomed []storeChunk) error {
 	if err != nil {
 		return err
 	}
-	var channels []frames.ChannelDescriptor
-	for _, ch := range cat.Channels(st.meta.Descriptor.Stream) {
-		channels = append(channels, ch.Descriptor)
-	}
-	pc, err := s.writeChunk(st, channels, nil, true)
+	pc, err := s.writeChunk(st, cat.Descriptors(st.meta.Descriptor.Stream), nil, true)
 	if err != nil {
 		return err
 	}

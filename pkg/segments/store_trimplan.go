@@ -116,8 +116,12 @@ func (s *Store) PlanTrimBefore(b TrimBefore) (TrimPlan, error) {
 // timeHorizon returns the horizon of stream ss for time t (see
 // [TrimTime]); ok is false for a stream without clock records.
 func (s *Store) timeHorizon(ss StoreStream, t TrimTime) (frames.Position, bool, error) {
+	channels, err := s.Channels(ss.Desc.Stream)
+	if err != nil {
+		return 0, false, err
+	}
 	var clock frames.ChannelID
-	for _, ch := range ss.Channels {
+	for _, ch := range channels {
 		if ch.Name == frames.ClockChannel {
 			clock = ch.ID
 		}
