@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // Default settings of a [Prober].
@@ -198,7 +199,7 @@ func (o *openFiles) read(name string) ([]byte, bool) {
 			}
 			f.buf = append(f.buf, make([]byte, len(f.buf))...)
 		}
-		k, err := syscall.Pread(f.fd, f.buf[n:], int64(n))
+		k, err := rawPread(f.fd, f.buf[n:], int64(n))
 		if err == syscall.EINTR {
 			continue
 		}
@@ -209,10 +210,43 @@ func (o *openFiles) read(name string) ([]byte, bool) {
 			return bytes.Clone(f.buf[:n]), true
 		}
 		n += k
+		if n < wholeRead && n < len(f.buf) {
+			// The whole file (see wholeRead): no end-of-file read.
+			return bytes.Clone(f.buf[:n]), true
+		}
 	}
 	syscall.Close(f.fd)
 	delete(o.fds, name)
 	return nil, false
+}
+
+// wholeRead is the size under which a read of a proc or sys file that
+// returned less than it was asked for had the whole file, so that no
+// read at the end of the file follows it (one system call less a file,
+// a tick). procfs and sysfs files are seq_files and kernfs attributes,
+// which fill a read from a buffer of at least a page and stop short of
+// it only at the end of the file, or when the next record does not fit
+// in what is left of the page: a short read under half a page would take
+// a record over half a page, and the records of the files read here are
+// lines (a line of /proc/net/dev is about 130 bytes; /proc/stat,
+// /proc/meminfo, /proc/loadavg and the cgroup files are one record).
+const wholeRead = 2048
+
+// rawPread is syscall.Pread without the runtime's entering and leaving
+// of a system call (syscall.RawSyscall6): a read of a proc or sys file
+// held open does not block, and entering a system call is what wakes the
+// runtime's monitor thread (sysmon) from its sleep between ticks, which
+// then polls every 20 µs for the rest of the tick: each of those wakes a
+// context switch, most of what an idle sampler costs on a VM.
+func rawPread(fd int, p []byte, off int64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, _, errno := syscall.RawSyscall6(syscall.SYS_PREAD64, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(off), 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
 }
 
 // evictLocked closes the least recently read file.

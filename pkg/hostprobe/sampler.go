@@ -78,7 +78,8 @@ type Sampler struct {
 	ids   [numChannels]frames.ChannelID
 	clock clock // the schedule's time: systemClock, or a test's simulated one
 
-	mu      sync.Mutex // serializes submit and OnError between the GPU goroutine and the rest
+	mu      sync.Mutex    // serializes submit and OnError between the GPU goroutine and the rest
+	enc     recordEncoder // under mu
 	seqs    [numChannels]uint64
 	errs    [numChannels]uint64 // error records
 	dropped atomic.Uint64
@@ -444,7 +445,7 @@ func (s *Sampler) submit(i int, now time.Time, rec any, head *Sample, err error)
 		}
 	}
 	head.Seq = s.seqs[i]
-	b, merr := json.Marshal(rec)
+	b, merr := s.enc.encode(rec)
 	if merr != nil { // cannot happen with these types; say so rather than lose the sample
 		b, _ = json.Marshal(Sample{Schema: channelSchemas[i], Seq: head.Seq, SampleUnixMS: now.UnixMilli(), Error: "encode: " + merr.Error()})
 	}
