@@ -218,6 +218,9 @@ func CreateStore(dir string) (*Store, error) {
 			// Only what a store being created by another process holds.
 			switch n := e.Name(); {
 			case n == storeLock || n == storeStreams || n == storeConsumers || n == storeTmp || strings.HasPrefix(n, "."+storeMarker):
+			case n == storeMarker && IsStore(dir):
+				// Another process made it a store since IsStore above.
+				return OpenStore(dir)
 			default:
 				return nil, fmt.Errorf("%w: %s is a directory that is not empty (it holds %q)", ErrNotStore, dir, n)
 			}
