@@ -507,8 +507,3 @@ func cloneStreamEntry(e StreamEntry) StreamEntry {
 	e.Descriptor = cloneStream(e.Descriptor)
 	return e
 }
-
-func cloneChannelEntry(e ChannelEntry) ChannelEntry {
-	e.Descriptor = cloneChannel(e.Descriptor)
-	return e
-}

@@ -57,7 +57,7 @@ func TestEncodeMatchesMarshal(t *testing.T) {
 		}
 	}
 	odd := "a<b>&\"\\\b\f\n\r\t\x01\x7f é \u2028\u2029 \xff end"
-	pct := CPUPercents{TotalPct: fp(1e-7), UserPct: fp(1e21), SystemPct: fp(-0.0), IdlePct: fp(123456789.125), IowaitPct: fp(5e-324), Reset: odd}
+	pct := CPUPercents{TotalPct: fp(1e-7), UserPct: fp(1e21), SystemPct: fp(math.Copysign(0, -1)), IdlePct: fp(123456789.125), IowaitPct: fp(5e-324), Reset: odd}
 	recs := []any{
 		&Sample{Schema: SchemaCPU, Seq: 3, SkippedTicks: 2, SampleUnixMS: -5, IntervalMS: fp(99.999), Error: odd},
 		&Sample{Schema: SchemaNet},
