@@ -69,8 +69,12 @@ func fixtures(t testing.TB) map[string][]byte {
 	t.Helper()
 	small := writeEvents(t, descS, catalogS, WriterOptions{WriterID: "ds fixture", Rand: detRand(10)}, smallEvents())
 	second := writeEvents(t, descT, []frames.ChannelDescriptor{channel(streamT, 2)}, WriterOptions{WriterID: "ds fixture", Rand: detRand(11)}, logEvents(streamT, 5))
-	rotated := writeEvents(t, descS, catalogS, WriterOptions{WriterID: "ds fixture", SegmentSize: 1024, Rand: detRand(12)}, logEvents(streamS, 40))
-	compressed := writeEvents(t, descS, catalogS, WriterOptions{WriterID: "ds fixture", Compression: CompressZstd, BlockSize: 4 << 10, SegmentSize: 8 << 10, Rand: detRand(13)}, logEvents(streamS, 400))
+	// The segment sizes leave out the header and its HeaderCopy (731
+	// bytes here), which SegmentSize once counted: 1 KiB and 8 KiB
+	// segments, whole, as the fixtures were first made.
+	const head = 731
+	rotated := writeEvents(t, descS, catalogS, WriterOptions{WriterID: "ds fixture", SegmentSize: 1024 - head, Rand: detRand(12)}, logEvents(streamS, 40))
+	compressed := writeEvents(t, descS, catalogS, WriterOptions{WriterID: "ds fixture", Compression: CompressZstd, BlockSize: 4 << 10, SegmentSize: 8<<10 - head, Rand: detRand(13)}, logEvents(streamS, 400))
 	sp := spans(t, small)
 	// sp[0] is the header; without its HeaderCopy, rec(1) is the first
 	// frame.

@@ -41,8 +41,8 @@ var sweepConfigs = []struct {
 	name string
 	opts WriterOptions
 }{
-	{"plain", WriterOptions{SegmentSize: 900}},
-	{"zstd", WriterOptions{Compression: CompressZstd, BlockSize: 300, SegmentSize: 500}},
+	{"plain", WriterOptions{SegmentSize: 400}},
+	{"zstd", WriterOptions{Compression: CompressZstd, BlockSize: 300, SegmentSize: 250}},
 }
 
 // spanEnds maps the offset of every header and record to its end.

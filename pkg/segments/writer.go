@@ -50,8 +50,8 @@ func ParseCompression(s string) (Compression, error) {
 
 // Defaults of [WriterOptions].
 const (
-	// DefaultSegmentSize is the segment size, in bytes, at which a Writer
-	// starts a new segment (4 MiB).
+	// DefaultSegmentSize is the size of a segment's stored records, in
+	// bytes, at which a Writer starts a new segment (4 MiB).
 	DefaultSegmentSize = 4 << 20
 	// DefaultSegmentContent is the uncompressed size of a segment's
 	// records, in bytes, at which a Writer starts a new segment (16 MiB):
@@ -73,9 +73,10 @@ const writeChunk = 1 << 20
 
 // WriterOptions configures a [Writer]. The zero value is valid.
 type WriterOptions struct {
-	// SegmentSize is the size, in bytes, after which the writer starts a
-	// new segment at the next record (ds-format(5) "SEGMENT ROTATION").
-	// 0 means DefaultSegmentSize.
+	// SegmentSize is the size, in bytes, of a segment's stored records
+	// (its header and HeaderCopy not counted) after which the writer
+	// starts a new segment at the next record (ds-format(5) "SEGMENT
+	// ROTATION"). 0 means DefaultSegmentSize.
 	SegmentSize int64
 	// SegmentContent is the uncompressed size of a segment's records, in
 	// bytes, after which the writer starts a new segment at the next
@@ -188,6 +189,7 @@ type Writer struct {
 	segID    [8]byte
 	seed     uint32 // CRC seed of the current segment
 	segBytes int64  // bytes of the current segment emitted so far
+	segHead  int64  // of those, the header's and its HeaderCopy's
 	// segContent is the uncompressed size of the current segment's
 	// records so far (blocks by their content), for SegmentContent.
 	segContent int64
@@ -313,6 +315,7 @@ func (w *Writer) startSegment() error {
 		w.started, w.rotate, w.segEnded = true, false, false
 		w.segID, w.seed = h.SegmentID, h.Seed()
 		w.segBytes, w.segContent, w.segStart = int64(len(w.buf)-n), 0, w.opts.Now()
+		w.segHead = w.segBytes
 		w.seg.reset()
 		return nil
 	}
@@ -363,7 +366,7 @@ func (w *Writer) check() error {
 // uncompressed) or a channel was declared since it started. It is called
 // before every record but StreamEnded.
 func (w *Writer) beginRecord() error {
-	if w.started && w.segBytes < w.opts.SegmentSize && w.segContent < w.opts.SegmentContent && !w.rotate && !w.segEnded {
+	if w.started && w.segRecords() < w.opts.SegmentSize && w.segContent < w.opts.SegmentContent && !w.rotate && !w.segEnded {
 		return nil
 	}
 	if err := w.startSegment(); err != nil {
@@ -372,6 +375,12 @@ func (w *Writer) beginRecord() error {
 	}
 	return nil
 }
+
+// segRecords returns the bytes of the current segment's records, its
+// header and HeaderCopy left out: SegmentSize counts those, so that a
+// header near the 16 MiB limit does not start a segment (and write itself
+// again) at every record (ds-format(5) "SEGMENT ROTATION").
+func (w *Writer) segRecords() int64 { return w.segBytes - w.segHead }
 
 // endRecord accounts for a record of n bytes, content bytes uncompressed,
 // and writes the buffer out if it is large.
@@ -624,7 +633,7 @@ func (w *Writer) drainOne() error {
 	// (escaping at most doubles one), the block's counts, made as its
 	// frames were written, hold for the segment; otherwise the segment may
 	// rotate inside the block and each frame is counted where it lands.
-	counted := w.started && !w.rotate && w.segBytes+2*int64(p.plainLen) < w.opts.SegmentSize &&
+	counted := w.started && !w.rotate && w.segRecords()+2*int64(p.plainLen) < w.opts.SegmentSize &&
 		w.segContent+2*int64(p.plainLen) < w.opts.SegmentContent
 	next := frames.Position(0)
 	for content := p.content; len(content) > 0; {

@@ -267,6 +267,47 @@ func TestWriterBlocks(t *testing.T) {
 	})
 }
 
+// TestWriterRotationLargeHeader writes frames under a header larger than
+// the segment size (a catalog of 60 000 channels, about 2.4 MiB, with a
+// segment size of 1 MiB): the header does not count towards the segment
+// size, so the frames share one segment until their own records reach it.
+// Before, every record started a segment that wrote the header again (a
+// 16 MiB catalog made a 10 MB text capture 184 MB).
+func TestWriterRotationLargeHeader(t *testing.T) {
+	cat := make([]frames.ChannelDescriptor, 60_000)
+	for i := range cat {
+		cat[i] = frames.ChannelDescriptor{Stream: streamS, ID: frames.ChannelID(i + 1), Name: fmt.Sprintf("proc.job-%d.stdout", i+1), Content: frames.TextStream()}
+	}
+	var buf bytes.Buffer
+	capped := writerFunc(func(p []byte) (int, error) {
+		if buf.Len()+len(p) > 32<<20 {
+			return 0, fmt.Errorf("the capture of 3 MB of records is over 32 MiB")
+		}
+		return buf.Write(p)
+	})
+	w, err := NewWriter(capped, descS, cat, WriterOptions{SegmentSize: 1 << 20, Rand: detRand(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := bytes.Repeat([]byte{'x'}, 99)
+	for i := range 30_000 { // 3 MB of records: 3 segments
+		if err := w.WriteFrame(frames.Frame{Channel: frames.ChannelID(i%100 + 1), Position: frames.Position(i), Payload: line}); err != nil {
+			t.Fatal(err)
+		}
+		if i%1000 == 0 {
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := countHeaders(spans(t, buf.Bytes())); n < 3 || n > 4 {
+		t.Errorf("%d segments of 3 MB of records at a segment size of 1 MiB, want 3 or 4 (%d bytes)", n, buf.Len())
+	}
+}
+
 func TestWriterRotation(t *testing.T) {
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, descS, []frames.ChannelDescriptor{c1}, WriterOptions{SegmentSize: 1000, Rand: detRand(1)})
@@ -287,7 +328,7 @@ func TestWriterRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ids [][8]byte
-	start := int64(0)
+	start, head := int64(0), int64(0)
 	for _, s := range spans(t, buf.Bytes()) {
 		if !s.header {
 			continue
@@ -302,11 +343,12 @@ func TestWriterRotation(t *testing.T) {
 			}
 		}
 		ids = append(ids, h.SegmentID)
-		// The segment size, one more record, and the summary that ends it.
-		if len(ids) > 1 && s.start-start > 1000+100+300 {
+		// The header and its copy (not counted), the segment size, one
+		// more record, and the summary that ends it.
+		if len(ids) > 1 && s.start-start > 2*head+1000+100+300 {
 			t.Errorf("segment at %d is %d bytes, segment size 1000", start, s.start-start)
 		}
-		start = s.start
+		start, head = s.start, s.end-s.start
 	}
 	if len(ids) < 5 {
 		t.Errorf("%d segments, want several", len(ids))
@@ -462,3 +504,8 @@ func TestWriterRotationAge(t *testing.T) {
 		t.Errorf("sequence numbers %v", seqs)
 	}
 }
+
+// writerFunc is an io.Writer made of a function.
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

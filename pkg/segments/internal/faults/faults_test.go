@@ -239,7 +239,7 @@ func capture(t testing.TB, n int, compression segments.Compression) []byte {
 	var buf bytes.Buffer
 	w, err := segments.NewWriter(&buf, frames.StreamDescriptor{Stream: s}, []frames.ChannelDescriptor{
 		{Stream: s, ID: 1, Name: "out", Content: frames.TextStream()},
-	}, segments.WriterOptions{SegmentSize: 300, Compression: compression, BlockSize: 200, Rand: bytes.NewReader(make([]byte, 8*1024))})
+	}, segments.WriterOptions{SegmentSize: 150, Compression: compression, BlockSize: 200, Rand: bytes.NewReader(make([]byte, 8*1024))})
 	if err != nil {
 		t.Fatal(err)
 	}
