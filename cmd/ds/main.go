@@ -5,4 +5,15 @@ package main
 
 import "os"
 
-func main() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr)) }
+// atExit holds what main runs before it exits: nothing in a build for
+// users (profile.go, under the dsprofile build tag, stops its CPU
+// profile there).
+var atExit []func()
+
+func main() {
+	code := run(os.Args, os.Stdin, os.Stdout, os.Stderr)
+	for _, f := range atExit {
+		f()
+	}
+	os.Exit(code)
+}

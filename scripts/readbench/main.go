@@ -11,6 +11,7 @@
 //	go run . -mode mem -o DIR [-mib 1024] [-small 100000] [-bad 3000000] [-compress none]
 //	go run . -mode peak [-timeout 10m] -- COMMAND [ARG…]
 //	go run . -mode merge -o DIR [-k 8] [-n 1000000] [-mcap=false] [-prefix in]
+//	go run . -mode wide -o DIR [-n 100000]
 //
 // The messages: N JSON objects of exactly 100 bytes and a newline,
 // {"seq":…,"worker":…,"msg":"handled request ID in MS ms …"} with a
@@ -40,6 +41,16 @@
 //	           frames in a zstd block, then what Close writes
 //	bad.dss    a valid segment header, then BAD back-to-back 9-byte records
 //	           (StreamEnded: tag 03, length 0) whose CRC is wrong (0)
+//
+// -mode wide writes, in DIR, the inputs of scripts/mem_wide.sh: captures
+// whose segment headers are as large as the format allows (16 MiB), each
+// declaring as many channels proc.job-K.stdout as fit (about 140 000):
+//
+//	wide.dss   N messages of the mix on the first 100 of those channels,
+//	           zstd blocks, a segment every 1 MiB of records (the default
+//	           N of 30 000 makes 2 segments, each repeating the header)
+//	wide2.dss  the same on a second stream (another life of the node), for
+//	           ds merge and ds diff of two inputs
 //
 // Each mode prints one line per file: name, bytes, and what it holds.
 //
@@ -103,7 +114,7 @@ func main() {
 		return
 	}
 	if *out == "" || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: readbench -o DIR [-mode read] [-n N]\n       readbench -o DIR -mode merge [-k K] [-n N] [-mcap=false] [-prefix P]\n       readbench -o DIR -mode mem [-mib MIB] [-small N] [-bad N] [-compress none|zstd]\n       readbench -mode peak [-timeout D] -- COMMAND [ARG...]")
+		fmt.Fprintln(os.Stderr, "usage: readbench -o DIR [-mode read] [-n N]\n       readbench -o DIR -mode merge [-k K] [-n N] [-mcap=false] [-prefix P]\n       readbench -o DIR -mode mem [-mib MIB] [-small N] [-bad N] [-compress none|zstd]\n       readbench -o DIR -mode wide [-n N]\n       readbench -mode peak [-timeout D] -- COMMAND [ARG...]")
 		os.Exit(2)
 	}
 	switch *mode {
@@ -114,6 +125,12 @@ func main() {
 			*n = 1_000_000
 		}
 		mergeWorkload(*out, *k, *n, *withMCAP, *prefix)
+	case "wide":
+		if !isFlagSet("n") {
+			*n = 30_000
+		}
+		memWide(filepath.Join(*out, "wide.dss"), streamOf, *n)
+		memWide(filepath.Join(*out, "wide2.dss"), frames.StreamID{Node: streamOf.Node, Life: streamOf.Life + 1}, *n)
 	case "mem":
 		c, err := segments.ParseCompression(*comp)
 		check(err)
@@ -121,7 +138,7 @@ func main() {
 		memMany(filepath.Join(*out, "many.dss"), *small)
 		memBad(filepath.Join(*out, "bad.dss"), *bad)
 	default:
-		fmt.Fprintf(os.Stderr, "readbench: unknown mode %q (want read, merge or mem)\n", *mode)
+		fmt.Fprintf(os.Stderr, "readbench: unknown mode %q (want read, merge, mem, wide or peak)\n", *mode)
 		os.Exit(2)
 	}
 }
@@ -394,6 +411,36 @@ func memBig(dir string, size int64, c segments.Compression) {
 type bytesCounter struct{ n int64 }
 
 func (b *bytesCounter) Write(p []byte) (int, error) { b.n += int64(len(p)); return len(p), nil }
+
+// wideCatalog returns the channels proc.job-1.stdout, proc.job-2.stdout, …
+// of stream s, as many as a 16 MiB header holds.
+func wideCatalog(s frames.StreamID) []frames.ChannelDescriptor {
+	h := wireformat.Header{Writer: segments.DefaultWriterID, Stream: frames.StreamDescriptor{Stream: s}}
+	for n := 1_000; ; n += 1_000 {
+		for i := len(h.Channels) + 1; i <= n; i++ {
+			h.Channels = append(h.Channels, frames.ChannelDescriptor{Stream: s, ID: frames.ChannelID(i), Name: fmt.Sprintf("proc.job-%d.stdout", i), Content: frames.TextStream()})
+		}
+		if _, err := wireformat.AppendHeader(nil, &h); err != nil {
+			// The writer's own headers carry a segment summary's worth
+			// more: keep a margin of 2000 channels.
+			return h.Channels[:n-2_000]
+		}
+	}
+}
+
+// memWide writes n messages of the mix to a capture of stream s whose
+// header declares wideCatalog's channels, round robin over its first 100.
+func memWide(name string, s frames.StreamID, n int) {
+	cat := wideCatalog(s)
+	d := createDSS(name, nil, cat, segments.WriterOptions{Compression: segments.CompressZstd, SegmentContent: 1 << 20})
+	var buf []byte
+	for i := range n {
+		buf = message(buf[:0], i)
+		check(d.w.WriteFrame(frames.Frame{Channel: frames.ChannelID(i%100 + 1), Position: frames.Position(i), Payload: buf}))
+	}
+	d.close()
+	report(name, fmt.Sprintf("%d frames on 100 of %d channels, zstd, 16 MiB headers", n, len(cat)))
+}
 
 // memMany writes k tiny captures back to back.
 func memMany(name string, k int) {
