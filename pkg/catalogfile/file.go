@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 const (
@@ -161,19 +162,7 @@ type encoder struct {
 
 // appendString appends s as encoding/json spells it with HTML escaping off.
 func (e *encoder) appendString(b []byte, s string) []byte {
-	plain := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	return e.appendJSON(b, s)
+	return textfmt.AppendJSONString(b, s, false)
 }
 
 // appendJSON appends v as the Encoder spells it, without its newline.
@@ -331,11 +320,10 @@ func (lr *lineReader) where(off int64) string {
 
 // fileDecoder decodes a catalog file token by token (see Read).
 type fileDecoder struct {
-	lr      *lineReader
-	dec     *json.Decoder
-	source  string
-	c       *Catalog
-	lastSrc string // the last channel source read, shared by the entries naming it
+	lr     *lineReader
+	dec    *json.Decoder
+	source string
+	c      *Catalog
 }
 
 // fail turns an error of the decoder into Read's: the reader's error, the
@@ -703,10 +691,7 @@ func (d *fileDecoder) channel(ch *channelIn, path string, stream frames.StreamID
 	desc := frames.ChannelDescriptor{Stream: stream, ID: *ch.ID, Name: *ch.Name, Label: ch.Label, Content: ch.Content.c}
 	source := d.source
 	if ch.Source != nil && *ch.Source != "" {
-		if *ch.Source != d.lastSrc {
-			d.lastSrc = *ch.Source
-		}
-		source = d.lastSrc
+		source = *ch.Source // the catalog keeps each source once (sourceIndex)
 	}
 	if err := d.c.AddChannel(desc, source); err != nil {
 		return fmt.Errorf("%w (at %s)", err, path)

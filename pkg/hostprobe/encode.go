@@ -5,7 +5,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 // recordEncoder writes host.cpu, host.mem and host.net records (and the
@@ -58,7 +59,7 @@ func (e *recordEncoder) encode(rec any) ([]byte, error) {
 // appendSampleMembers writes the members of s (no braces).
 func appendSampleMembers(b []byte, s *Sample) ([]byte, bool) {
 	b = append(b, `"schema":`...)
-	b = appendString(b, s.Schema)
+	b = textfmt.AppendJSONString(b, s.Schema, true)
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendUint(b, s.Seq, 10)
 	if s.SkippedTicks != 0 {
@@ -71,7 +72,7 @@ func appendSampleMembers(b []byte, s *Sample) ([]byte, bool) {
 	b, ok := appendFloatPtr(b, s.IntervalMS)
 	if s.Error != "" {
 		b = append(b, `,"error":`...)
-		b = appendString(b, s.Error)
+		b = textfmt.AppendJSONString(b, s.Error, true)
 	}
 	return b, ok
 }
@@ -93,7 +94,7 @@ func (e *recordEncoder) appendCPU(b []byte, r *CPURecord) ([]byte, bool) {
 	ok = ok && ok1 && ok2 && ok3 && ok4
 	if h.LoadError != "" {
 		b = append(b, `,"load_error":`...)
-		b = appendString(b, h.LoadError)
+		b = textfmt.AppendJSONString(b, h.LoadError, true)
 	}
 	b = append(b, `,"ticks":`...)
 	b = appendTicks(b, &h.Ticks)
@@ -155,7 +156,7 @@ func appendPercents(b []byte, p *CPUPercents) ([]byte, bool) {
 	}
 	if p.Reset != "" {
 		b = append(b, `,"reset":`...)
-		b = appendString(b, p.Reset)
+		b = textfmt.AppendJSONString(b, p.Reset, true)
 	}
 	return b, ok
 }
@@ -189,10 +190,10 @@ func appendCgroupCPU(b []byte, c *CgroupCPU) ([]byte, bool) {
 	b = append(b, `{"version":`...)
 	b = strconv.AppendInt(b, int64(c.Version), 10)
 	b = append(b, `,"path":`...)
-	b = appendString(b, c.Path)
+	b = textfmt.AppendJSONString(b, c.Path, true)
 	if c.QuotaUS == 0 && c.Error != "" {
 		b = append(b, `,"error":`...)
-		b = appendString(b, c.Error)
+		b = textfmt.AppendJSONString(b, c.Error, true)
 		return append(b, '}'), true
 	}
 	b = append(b, `,"quota_us":`...)
@@ -217,7 +218,7 @@ func appendCgroupCPU(b []byte, c *CgroupCPU) ([]byte, bool) {
 	b, ok3 := appendFloatPtr(b, c.ThrottledPct)
 	if c.Error != "" {
 		b = append(b, `,"error":`...)
-		b = appendString(b, c.Error)
+		b = textfmt.AppendJSONString(b, c.Error, true)
 	}
 	return append(b, '}'), ok && ok1 && ok2 && ok3
 }
@@ -260,7 +261,7 @@ func (e *recordEncoder) appendMem(b []byte, r *MemRecord) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, k)
+			b = textfmt.AppendJSONString(b, k, true)
 			b = append(b, ':')
 			b = strconv.AppendUint(b, r.Meminfo[k], 10)
 		}
@@ -270,10 +271,10 @@ func (e *recordEncoder) appendMem(b []byte, r *MemRecord) ([]byte, bool) {
 		b = append(b, `,"cgroup":{"version":`...)
 		b = strconv.AppendInt(b, int64(c.Version), 10)
 		b = append(b, `,"path":`...)
-		b = appendString(b, c.Path)
+		b = textfmt.AppendJSONString(b, c.Path, true)
 		if c.LimitBytes == 0 && c.Error != "" {
 			b = append(b, `,"error":`...)
-			b = appendString(b, c.Error)
+			b = textfmt.AppendJSONString(b, c.Error, true)
 		} else {
 			b = append(b, `,"usage_bytes":`...)
 			b = strconv.AppendUint(b, c.UsageBytes, 10)
@@ -285,7 +286,7 @@ func (e *recordEncoder) appendMem(b []byte, r *MemRecord) ([]byte, bool) {
 			ok = ok && okc
 			if c.Error != "" {
 				b = append(b, `,"error":`...)
-				b = appendString(b, c.Error)
+				b = textfmt.AppendJSONString(b, c.Error, true)
 			}
 		}
 		b = append(b, '}')
@@ -344,7 +345,7 @@ func (e *recordEncoder) appendNet(b []byte, r *NetRecord) ([]byte, bool) {
 
 func appendNetInterface(b []byte, ni *NetInterface) ([]byte, bool) {
 	b = append(b, `{"name":`...)
-	b = appendString(b, ni.Name)
+	b = textfmt.AppendJSONString(b, ni.Name, true)
 	b = append(b, `,"incarnation":`...)
 	b = strconv.AppendInt(b, int64(ni.Incarnation), 10)
 	c := &ni.NetCounters
@@ -385,7 +386,7 @@ func appendNetInterface(b []byte, ni *NetInterface) ([]byte, bool) {
 	}
 	if ni.Reset != "" {
 		b = append(b, `,"reset":`...)
-		b = appendString(b, ni.Reset)
+		b = textfmt.AppendJSONString(b, ni.Reset, true)
 	}
 	if len(ni.Wrapped) > 0 {
 		b = append(b, `,"wrapped":`...)
@@ -409,7 +410,7 @@ func appendStrings(b []byte, ss []string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, s)
+		b = textfmt.AppendJSONString(b, s, true)
 	}
 	return append(b, ']')
 }
@@ -421,82 +422,12 @@ func appendFloatPtr(b []byte, v *float64) ([]byte, bool) {
 	return appendFloat(b, *v)
 }
 
-// appendFloat writes f as encoding/json writes a float64 (ES6 number
-// formatting: 'f' but for exponents below -6 or from 21, whose exponent
-// loses a leading 0); false for a NaN or an infinity.
+// appendFloat writes f as encoding/json writes a float64
+// (textfmt.AppendJSONFloat); false for a NaN or an infinity, which
+// json.Marshal refuses.
 func appendFloat(b []byte, f float64) ([]byte, bool) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return b, false
 	}
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// clean up e-09 to e-9
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b, true
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString writes s quoted as json.Marshal does: HTML-safe (<, > and
-// & as \u003c, …), control characters escaped, invalid UTF-8 as \ufffd,
-// and U+2028 and U+2029 escaped.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return textfmt.AppendJSONFloat(b, f), true
 }

@@ -112,7 +112,7 @@ func (b *builder) appendMeta(h []byte) []byte {
 		if i > 0 {
 			h = append(h, ',')
 		}
-		h = appendJSONString(h, st.id.String())
+		h = textfmt.AppendJSONString(h, st.id.String(), true)
 	}
 	h = append(h, `],"kinds":[`...)
 	var cls []byte
@@ -131,9 +131,9 @@ func (b *builder) appendMeta(h []byte) []byte {
 			cls = strconv.AppendInt(cls, int64(k.class), 10)
 		}
 		h = append(h, '[')
-		h = appendJSONString(h, string(cls))
+		h = textfmt.AppendJSONString(h, string(cls), true)
 		h = append(h, ',')
-		h = appendJSONString(h, whatWords[k.what])
+		h = textfmt.AppendJSONString(h, whatWords[k.what], true)
 		h = append(h, ']')
 	}
 	return append(h, "]}"...)
@@ -437,24 +437,4 @@ func clockText(s *string) string {
 		return *s
 	}
 	return t.UTC().Format("2006-01-02 15:04:05.000Z")
-}
-
-// appendJSONString appends s as a JSON string that is safe inside a
-// script element: <, > and & escaped.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b = append(b, '\\', byte(r))
-		case r < 0x20 || r == '<' || r == '>' || r == '&' || r == 0x2028 || r == 0x2029:
-			b = append(b, `\u`...)
-			x := strconv.FormatInt(int64(r), 16)
-			b = append(b, strings.Repeat("0", 4-len(x))...)
-			b = append(b, x...)
-		default:
-			b = append(b, string(r)...)
-		}
-	}
-	return append(b, '"')
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/segments"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 // LatestOptions configures [NewLatest].
@@ -103,7 +104,7 @@ func (l *Latest) item(it segments.Item) {
 	if vs == nil {
 		return
 	}
-	ch := vs.chans[it.Frame.Channel]
+	ch := l.cat.channelOf(vs, it.Frame.Channel)
 	if ch == nil || !ch.match {
 		return
 	}
@@ -228,15 +229,15 @@ func WriteLatestJSON(w io.Writer, entries []LatestEntry) error {
 	for _, e := range entries {
 		name := e.Stream.String()
 		b = append(b[:0], `{"stream":`...)
-		b = appendJSONString(b, name)
+		b = textfmt.AppendJSONString(b, name, true)
 		b = append(b, `,"node":`...)
-		b = appendJSONString(b, e.Stream.Node)
+		b = textfmt.AppendJSONString(b, e.Stream.Node, true)
 		b = append(b, `,"life":`...)
 		b = strconv.AppendUint(b, uint64(e.Stream.Life), 10)
 		b = append(b, `,"channel":`...)
-		b = appendJSONString(b, e.Channel.Name)
+		b = textfmt.AppendJSONString(b, e.Channel.Name, true)
 		b = append(b, `,"content":`...)
-		b = appendJSONString(b, e.Channel.Content.Kind.String())
+		b = textfmt.AppendJSONString(b, e.Channel.Content.Kind.String(), true)
 		b = append(b, `,"position":`...)
 		b = strconv.AppendUint(b, uint64(e.Position), 10)
 		if e.TimeNS != 0 {
@@ -259,7 +260,7 @@ func WriteLatestJSON(w io.Writer, entries []LatestEntry) error {
 			// Text that is not UTF-8 keeps a lossy "text" (a U+FFFD
 			// for each bad byte) beside its exact "bytes_b64".
 			b = append(b, `,"text":`...)
-			if b, ok = appendJSONQuoted(b, e.Payload); !ok {
+			if b, ok = textfmt.AppendJSONQuoted(b, e.Payload, true); !ok {
 				b = appendBytesB64(b, e.Payload)
 				b = append(b, `,"utf8":false`...)
 				ok = true

@@ -274,7 +274,7 @@ func (p *Printer) Damage(file string, offset, end int64, torn bool, err error) {
 	}
 	if p.format == FormatJSON {
 		b := append(p.line[:0], `{"damage":{"file":`...)
-		b = appendJSONString(b, file)
+		b = textfmt.AppendJSONString(b, file, true)
 		b = append(b, `,"offset":`...)
 		b = strconv.AppendInt(b, offset, 10)
 		b = append(b, `,"end":`...)
@@ -282,7 +282,7 @@ func (p *Printer) Damage(file string, offset, end int64, torn bool, err error) {
 		b = append(b, `,"torn_tail":`...)
 		b = strconv.AppendBool(b, torn)
 		b = append(b, `,"error":`...)
-		b = appendJSONString(b, msg)
+		b = textfmt.AppendJSONString(b, msg, true)
 		p.jsonNote(append(b, '}'), p.msg)
 		return
 	}
@@ -316,7 +316,7 @@ func appendDropJSON(b []byte, d Drop) []byte {
 		b = append(b, "null"...)
 	}
 	b = append(b, `,"reason":`...)
-	b = appendJSONString(b, d.Reason)
+	b = textfmt.AppendJSONString(b, d.Reason, true)
 	return append(b, '}')
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 // This file holds FormatJSON: one object per text line (joined across
@@ -43,7 +44,7 @@ func (j *jsonLayout) appendFrame(b []byte, st *streamInfo, ci *chanInfo, kind se
 		// bad byte is a U+FFFD there (see appendLine) and the exact
 		// bytes follow in "bytes_b64".
 		b = append(b, `,"text":`...)
-		if b, ok = appendJSONQuoted(b, f.Payload); !ok {
+		if b, ok = textfmt.AppendJSONQuoted(b, f.Payload, true); !ok {
 			b = appendBytesB64(b, f.Payload)
 			b = append(b, `,"utf8":false`...)
 			ok = true
@@ -57,7 +58,7 @@ func (j *jsonLayout) appendFrame(b []byte, st *streamInfo, ci *chanInfo, kind se
 			// The record as ds log shows it, for jq's test() (see withText).
 			j.text = append(j.text[:0], b[rec:]...)
 			b = append(b, `,"text":`...)
-			b, _ = appendJSONQuoted(b, j.text)
+			b, _ = textfmt.AppendJSONQuoted(b, j.text, true)
 		}
 	}
 	if !ok {
@@ -69,7 +70,7 @@ func (j *jsonLayout) appendFrame(b []byte, st *streamInfo, ci *chanInfo, kind se
 			// The bytes as ds log shows them, escaped.
 			j.text = appendEscaped(j.text[:0], f.Payload, true)
 			b = append(b, `,"text":`...)
-			b, _ = appendJSONQuoted(b, j.text)
+			b, _ = textfmt.AppendJSONQuoted(b, j.text, true)
 		}
 	}
 	switch kind {
@@ -95,7 +96,7 @@ func (j *jsonLayout) appendLine(b []byte, st *streamInfo, ci *chanInfo, sp lineS
 	b = strconv.AppendUint(b, uint64(max(sp.last, sp.pos)), 10)
 	b = append(b, ci.json...)
 	b = append(b, `,"text":`...)
-	b, ok := appendJSONQuoted(b, line)
+	b, ok := textfmt.AppendJSONQuoted(b, line, true)
 	if sp.nl {
 		// The quoted line is closed after its newline is added.
 		b = append(b[:len(b)-1], `\n"`...)
@@ -140,7 +141,7 @@ func (j *jsonLayout) withText(b, msg []byte) []byte {
 		return b
 	}
 	b = append(b[:len(b)-2], `,"text":`...)
-	b, _ = appendJSONQuoted(b, msg)
+	b, _ = textfmt.AppendJSONQuoted(b, msg, true)
 	return append(b, "}\n"...)
 }
 

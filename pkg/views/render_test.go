@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -273,19 +272,18 @@ func FuzzAppendEscaped(f *testing.F) {
 	})
 }
 
-// Each eight-byte test is exact: a word is all printable (all safe) just
-// when each of its bytes is.
+// The eight-byte test is exact: a word is all printable just when each of
+// its bytes is (textfmt tests its JSON counterpart).
 func TestEightByteClasses(t *testing.T) {
 	check := func(x uint64) {
 		t.Helper()
-		printable, safe := true, true
+		printable := true
 		for k := range 8 {
 			c := byte(x >> (8 * k))
 			printable = printable && c >= 0x20 && c < 0x7f
-			safe = safe && jsonSafe[c]
 		}
-		if printable8(x) != printable || jsonSafe8(x) != safe {
-			t.Fatalf("%#016x: printable8 %v, jsonSafe8 %v; want %v, %v", x, printable8(x), jsonSafe8(x), printable, safe)
+		if printable8(x) != printable {
+			t.Fatalf("%#016x: printable8 %v, want %v", x, printable8(x), printable)
 		}
 	}
 	for c := range uint64(256) {
@@ -304,56 +302,6 @@ func TestEightByteClasses(t *testing.T) {
 		check(x &^ (lanes80 & r.Uint64() & r.Uint64()))
 		check(x&^lanes80 | 0x20*lanes01)
 	}
-}
-
-var jsonStringTests = []string{
-	"", "plain", `"quoted" \ back/slash`, "\b\f\n\r\t", "\x00\x01\x1f\x7f",
-	"<a href=\"x\">&amp;</a>", "\u2028\u2029", "a\u2028b\u2029c", "é✓🙂",
-	"\xff", "\xc3\x28", "a\xe2\x80", "\xe2\x80\xa8\xe2\x80", "\xed\xa0\x80", "\xef\xbf\xbd",
-	"\xf4\x90\x80\x80", "\xc0\xaf", strings.Repeat("long ascii text ", 10),
-}
-
-func TestAppendJSONString(t *testing.T) {
-	ins := slices.Clone(jsonStringTests)
-	for c := range 256 {
-		ins = append(ins, specialAt('a', string([]byte{byte(c)}))...)
-	}
-	for _, s := range []string{"\u2028", "\u2029", "é", "\xe2\x80"} {
-		ins = append(ins, specialAt('a', s)...)
-	}
-	for _, s := range ins {
-		want, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := appendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
-			t.Errorf("appendJSONString(%q) = %s, want %s", s, got[1:], want)
-		}
-		got, valid := appendJSONQuoted(nil, []byte(s))
-		if string(got) != string(want) || valid != utf8.ValidString(s) {
-			t.Errorf("appendJSONQuoted(%q) = %s, %v; want %s, %v", s, got, valid, want, utf8.ValidString(s))
-		}
-	}
-}
-
-// FuzzAppendJSONString checks appendJSONString against json.Marshal.
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range jsonStringTests {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
-			t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
-		}
-		got, valid := appendJSONQuoted([]byte("{"), []byte(s))
-		if !bytes.Equal(got[1:], want) || got[0] != '{' || valid != utf8.ValidString(s) {
-			t.Fatalf("appendJSONQuoted(%q) = %s, %v", s, got, valid)
-		}
-	})
 }
 
 var compactJSONTests = []string{

@@ -368,7 +368,7 @@ func (s *Series) item(it segments.Item) {
 	if it.Kind != segments.ItemFrame && it.Kind != segments.ItemLate {
 		return
 	}
-	ch := vs.chans[it.Frame.Channel]
+	ch := s.cat.channelOf(vs, it.Frame.Channel)
 	if ch == nil || !ch.match {
 		return
 	}
@@ -457,7 +457,7 @@ func (s *Series) jsonRow(vs *viewStream, ch *viewChannel, late bool, pos frames.
 	b = append(b, `,"position":`...)
 	b = strconv.AppendUint(b, uint64(pos), 10)
 	b = append(b, `,"channel":`...)
-	b = appendJSONString(b, ch.desc.Name)
+	b = textfmt.AppendJSONString(b, ch.desc.Name, true)
 	if timeNS != 0 {
 		b = append(b, `,"time":"`...)
 		b = time.Unix(0, timeNS).UTC().AppendFormat(b, time.RFC3339Nano)
@@ -478,7 +478,7 @@ func (s *Series) jsonRow(vs *viewStream, ch *viewChannel, late bool, pos frames.
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, path)
+			b = textfmt.AppendJSONString(b, path, true)
 			b = append(b, ':')
 			if rates != nil {
 				b = rates[i].appendJSON(b, false)
@@ -537,7 +537,7 @@ func appendResult(b []byte, r gjson.Result) []byte {
 	}
 	// A value gjson made up that is not JSON (it never should be): its
 	// text, as a string.
-	return appendJSONString(b, r.String())
+	return textfmt.AppendJSONString(b, r.String(), true)
 }
 
 // cellOf is the CSV/TSV cell of a gjson value (see SeriesCSV).
@@ -650,29 +650,11 @@ func (r rateValue) appendJSON(b []byte, cell bool) []byte {
 		}
 		return append(b, ']')
 	case r.ok:
-		return appendJSONFloat(b, r.v)
+		return textfmt.AppendJSONFloat(b, r.v)
 	case cell:
 		return b
 	}
 	return append(b, "null"...)
-}
-
-// appendJSONFloat appends f as encoding/json writes a float64.
-func appendJSONFloat(b []byte, f float64) []byte {
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// clean up e-09 to e-9
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
 }
 
 // seriesPrev is the previous sample of a channel's series.
@@ -746,9 +728,13 @@ type viewCatalog struct {
 
 // viewStream is one stream of a [viewCatalog].
 type viewStream struct {
-	id        frames.StreamID
-	name      string // node#life
-	jsonHead  []byte // `{"stream":…,"node":…,"life":N`
+	id       frames.StreamID
+	name     string // node#life
+	jsonHead []byte // `{"stream":…,"node":…,"life":N`
+	// decl holds the stream's declared channels; chans the state of
+	// those that had a frame, made at the first (a header of 140 000
+	// channels costs its descriptors once, not a viewChannel each).
+	decl      declaredChannels
 	chans     map[frames.ChannelID]*viewChannel
 	clockID   frames.ChannelID // datastream.clock, 0 if undeclared
 	healthID  frames.ChannelID // datastream.health, 0 if undeclared
@@ -788,9 +774,9 @@ func (c *viewCatalog) stream(id frames.StreamID) *viewStream {
 	if vs == nil {
 		vs = &viewStream{id: id, name: id.String(), chans: make(map[frames.ChannelID]*viewChannel)}
 		b := append([]byte(nil), `{"stream":`...)
-		b = appendJSONString(b, vs.name)
+		b = textfmt.AppendJSONString(b, vs.name, true)
 		b = append(b, `,"node":`...)
-		b = appendJSONString(b, id.Node)
+		b = textfmt.AppendJSONString(b, id.Node, true)
 		b = append(b, `,"life":`...)
 		vs.jsonHead = strconv.AppendUint(b, uint64(id.Life), 10)
 		c.streams[id] = vs
@@ -800,7 +786,13 @@ func (c *viewCatalog) stream(id frames.StreamID) *viewStream {
 }
 
 func (c *viewCatalog) header(h segments.SegmentHeader) {
-	c.stream(h.Stream.Stream)
+	vs := c.stream(h.Stream.Stream)
+	if vs.decl.adopt(h.Channels) {
+		for _, d := range h.Channels {
+			c.declared(vs, d)
+		}
+		return
+	}
 	for _, d := range h.Channels {
 		c.channel(d)
 	}
@@ -809,19 +801,48 @@ func (c *viewCatalog) header(h segments.SegmentHeader) {
 // channel records a descriptor; the first one for an id wins.
 func (c *viewCatalog) channel(d frames.ChannelDescriptor) {
 	vs := c.stream(d.Stream)
-	if vs.chans[d.ID] != nil {
-		return
+	if vs.decl.add(d) {
+		c.declared(vs, d)
 	}
-	ch := &viewChannel{desc: d}
+}
+
+// channelOf returns the state of stream vs's channel id, made at its first
+// frame; nil for an undeclared channel.
+func (c *viewCatalog) channelOf(vs *viewStream, id frames.ChannelID) *viewChannel {
+	if ch := vs.chans[id]; ch != nil {
+		return ch
+	}
+	d, ok := vs.decl.find(id)
+	if !ok {
+		return nil
+	}
+	ch := &viewChannel{desc: d, match: c.match(d, nil)}
+	vs.chans[id] = ch
+	return ch
+}
+
+// match reports whether the filters (none: all but the writer's own
+// channels when they are hidden) take channel d, and marks in matched,
+// when not nil, each filter that does.
+func (c *viewCatalog) match(d frames.ChannelDescriptor, matched []bool) bool {
+	if len(c.filters) == 0 {
+		return !c.hideOwn || !strings.HasPrefix(d.Name, "datastream.")
+	}
+	m := false
 	for i, f := range c.filters {
 		if f.Match(d) {
-			ch.match, c.matched[i] = true, true
+			m = true
+			if matched != nil {
+				matched[i] = true
+			}
 		}
 	}
-	if len(c.filters) == 0 {
-		ch.match = !c.hideOwn || !strings.HasPrefix(d.Name, "datastream.")
-	}
-	vs.chans[d.ID] = ch
+	return m
+}
+
+// declared takes in a channel newly declared in stream vs.
+func (c *viewCatalog) declared(vs *viewStream, d frames.ChannelDescriptor) {
+	c.match(d, c.matched)
 	switch d.Name {
 	case frames.ClockChannel:
 		vs.clockID = d.ID

@@ -480,16 +480,6 @@ func TestSeriesRateLateFrame(t *testing.T) {
 	}
 }
 
-func TestAppendJSONFloat(t *testing.T) {
-	for _, f := range []float64{0, 1, -1, 0.5, 1e-7, 123456789012, 1e21, 1.5e300, 1e-300} {
-		got := string(appendJSONFloat(nil, f))
-		want, _ := json.Marshal(f)
-		if got != string(want) {
-			t.Errorf("appendJSONFloat(%g) = %s, want %s", f, got, want)
-		}
-	}
-}
-
 // seriesFixture is pkg/views/testdata/series.dss, which the cmd/ds
 // scripts series_*.txtar and latest_*.txtar read: two lives of node
 // "edge", each with a clock, host.cpu records with cumulative counters

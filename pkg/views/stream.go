@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/textfmt"
 )
 
 // This file holds what a [Printer] keeps per stream and per channel. The
@@ -61,9 +62,9 @@ func newStreamInfo(d frames.StreamDescriptor, format LogFormat) *streamInfo {
 	st := &streamInfo{desc: d, name: d.Stream.String()}
 	if format == FormatJSON {
 		b := append([]byte(nil), `{"stream":`...)
-		b = appendJSONString(b, st.name)
+		b = textfmt.AppendJSONString(b, st.name, true)
 		b = append(b, `,"node":`...)
-		b = appendJSONString(b, d.Stream.Node)
+		b = textfmt.AppendJSONString(b, d.Stream.Node, true)
 		b = append(b, `,"life":`...)
 		st.jsonHead = strconv.AppendUint(b, uint64(d.Stream.Life), 10)
 	}
@@ -81,11 +82,11 @@ func (st *streamInfo) newChanInfo(d frames.ChannelDescriptor, visible bool, form
 	*ci = chanInfo{name: d.Name, id: d.ID, width: int32(nameWidth(d.Name)), visible: visible, kind: d.Content.Kind}
 	if format == FormatJSON {
 		b := append([]byte(nil), `,"channel":`...)
-		b = appendJSONString(b, d.Name)
+		b = textfmt.AppendJSONString(b, d.Name, true)
 		b = append(b, `,"channel_id":`...)
 		b = strconv.AppendUint(b, uint64(d.ID), 10)
 		b = append(b, `,"content":`...)
-		ci.json = string(appendJSONString(b, d.Content.Kind.String()))
+		ci.json = string(textfmt.AppendJSONString(b, d.Content.Kind.String(), true))
 	}
 	return ci
 }

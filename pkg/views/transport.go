@@ -115,7 +115,7 @@ func notDelivered(t *TransportLoss, quote bool) string {
 // gaps --json give it, in field order.
 func appendTransportJSON(b []byte, t *TransportLoss) []byte {
 	b = append(b, `{"output":`...)
-	b = appendJSONString(b, t.Output)
+	b = textfmt.AppendJSONString(b, t.Output, true)
 	b = append(b, `,"from":`...)
 	b = strconv.AppendUint(b, uint64(t.From), 10)
 	b = append(b, `,"to":`...)
@@ -123,7 +123,7 @@ func appendTransportJSON(b []byte, t *TransportLoss) []byte {
 	b = append(b, `,"frames":`...)
 	b = strconv.AppendUint(b, t.Frames, 10)
 	b = append(b, `,"reason":`...)
-	b = appendJSONString(b, t.Reason)
+	b = textfmt.AppendJSONString(b, t.Reason, true)
 	b = append(b, `,"since_unix_ms":`...)
 	b = strconv.AppendInt(b, t.SinceUnixMs, 10)
 	b = append(b, `,"until_unix_ms":`...)
