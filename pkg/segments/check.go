@@ -29,12 +29,12 @@ type Checker struct {
 	// chans are the channels' first declarations, by stream: keyed by id
 	// alone and without their stream, a catalog of 140 000 channels (a
 	// 16 MiB header) takes about 12 MiB, not 32.
-	chans map[frames.StreamID]map[frames.ChannelID]chanDecl
+	chans map[frames.StreamID]*streamDecls
 }
 
 // NewChecker returns a Checker that has seen no input yet.
 func NewChecker() *Checker {
-	return &Checker{decls: make(map[checkKey]checkDecl), chans: make(map[frames.StreamID]map[frames.ChannelID]chanDecl)}
+	return &Checker{decls: make(map[checkKey]checkDecl), chans: make(map[frames.StreamID]*streamDecls)}
 }
 
 // CheckOptions configures [Checker.Check].
@@ -342,6 +342,44 @@ func (c *chanDecl) descriptor(s frames.StreamID, id frames.ChannelID) frames.Cha
 	return frames.ChannelDescriptor{Stream: s, ID: id, Name: c.name, Label: c.label, Content: c.content}
 }
 
+// streamDecls holds where each channel of one stream was first declared:
+// most often all in one header, whose catalog is kept as the reader
+// decoded it (base, sorted by id, with the header's input and offset), and
+// the channels declared after it in more. A catalog of 140 000 channels
+// then costs its decoded slice, not a map entry each (19 MB).
+type streamDecls struct {
+	base       []frames.ChannelDescriptor // ids strictly increasing; never changed
+	baseInput  string
+	baseOffset int64
+	more       map[frames.ChannelID]chanDecl
+}
+
+// find returns the first declaration of channel id.
+func (sd *streamDecls) find(id frames.ChannelID) (chanDecl, bool) {
+	if i, ok := slices.BinarySearchFunc(sd.base, id, func(d frames.ChannelDescriptor, id frames.ChannelID) int { return cmp.Compare(d.ID, id) }); ok {
+		d := &sd.base[i]
+		return chanDecl{name: d.Name, label: d.Label, content: d.Content, input: sd.baseInput, offset: sd.baseOffset}, true
+	}
+	d, ok := sd.more[id]
+	return d, ok
+}
+
+// adopt takes catalog, of a header at offset of input, as the stream's
+// first declarations when it has none and catalog is sorted by id without
+// repeats, and reports whether it did.
+func (sd *streamDecls) adopt(catalog []frames.ChannelDescriptor, input string, offset int64) bool {
+	if sd.base != nil || sd.more != nil || len(catalog) == 0 {
+		return false
+	}
+	for i := 1; i < len(catalog); i++ {
+		if catalog[i-1].ID >= catalog[i].ID {
+			return false
+		}
+	}
+	sd.base, sd.baseInput, sd.baseOffset = catalog, input, offset
+	return true
+}
+
 // inputChecker checks one input: it takes its entries in input order and
 // hands findings over as it meets them.
 type inputChecker struct {
@@ -532,9 +570,22 @@ func (ck *inputChecker) header(offset int64, desc frames.StreamDescriptor, seq u
 	st.segments++
 	ck.seg.start(offset, s, seq, id, hasID)
 	ck.describe(offset, desc)
+	if ck.decls(s).adopt(catalog, ck.name, offset) {
+		return
+	}
 	for _, d := range catalog {
 		ck.declare(offset, d)
 	}
+}
+
+// decls returns the declarations of stream s, adding it.
+func (ck *inputChecker) decls(s frames.StreamID) *streamDecls {
+	sd := ck.c.chans[s]
+	if sd == nil {
+		sd = &streamDecls{}
+		ck.c.chans[s] = sd
+	}
+	return sd
 }
 
 // describe checks a stream descriptor, found at offset, against the
@@ -582,14 +633,13 @@ func (ck *inputChecker) channel(offset int64, d frames.ChannelDescriptor) {
 // first for its channel.
 func (ck *inputChecker) declare(offset int64, d frames.ChannelDescriptor) {
 	k := checkKey{d.Stream, d.ID}
-	chans := ck.c.chans[d.Stream]
-	if chans == nil {
-		chans = make(map[frames.ChannelID]chanDecl)
-		ck.c.chans[d.Stream] = chans
-	}
-	decl, ok := chans[d.ID]
+	sd := ck.decls(d.Stream)
+	decl, ok := sd.find(d.ID)
 	if !ok {
-		chans[d.ID] = chanDecl{name: d.Name, label: d.Label, content: d.Content, input: ck.name, offset: offset}
+		if sd.more == nil {
+			sd.more = make(map[frames.ChannelID]chanDecl)
+		}
+		sd.more[d.ID] = chanDecl{name: d.Name, label: d.Label, content: d.Content, input: ck.name, offset: offset}
 		return
 	}
 	first := decl.descriptor(d.Stream, d.ID)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
@@ -163,5 +164,48 @@ func TestCheckTrimmedFrames(t *testing.T) {
 	spec.frames = textFramesAt(5, 9)
 	if fs, reps = checkAll(t, CheckOptions{Format: InputDSS}, spec.build(t)); len(fs[0]) != 0 || reps[0].Problems != 0 {
 		t.Errorf("nothing below: findings %v, %d problems", fs[0], reps[0].Problems)
+	}
+}
+
+// TestCheckerWideCatalogOnce checks a capture of three segments whose
+// headers each declare the same 60 000 channels (a 6.6 MB catalog): the
+// checker keeps the first header's decoded catalog as the channels' first
+// declarations and compares the others with it, without a map entry a
+// channel (about 150 bytes each, against 90 in the decoded catalog: 19 MB
+// of the 75 MiB ds check took on a 16 MiB header, measured by
+// scripts/mem_wide.sh); a channel declared two ways is still found.
+func TestCheckerWideCatalogOnce(t *testing.T) {
+	cat := make([]frames.ChannelDescriptor, 60_000)
+	for i := range cat {
+		cat[i] = frames.ChannelDescriptor{Stream: streamS, ID: frames.ChannelID(i + 1), Name: fmt.Sprintf("proc.job-%d.stdout", i+1), Content: frames.TextStream()}
+	}
+	var evs []frames.Event
+	for i := range 3000 {
+		evs = append(evs, frameEvent(streamS, frames.Frame{Channel: frames.ChannelID(i%100 + 1), Position: frames.Position(i), Payload: []byte(strings.Repeat("x", 99) + "\n")}))
+	}
+	data := writeEvents(t, descS, cat, WriterOptions{SegmentContent: 100 << 10, Rand: detRand(5)}, evs)
+	if n := countHeaders(spans(t, data)); n < 3 {
+		t.Fatalf("%d segments, want 3", n)
+	}
+	c := NewChecker()
+	rep, err := c.Check(t.Context(), bytes.NewReader(data), "wide.dss", CheckOptions{Format: InputDSS})
+	if err != nil || rep.Problems != 0 || rep.Frames != 3000 {
+		t.Fatalf("check: %v, %+v", err, rep)
+	}
+	if sd := c.chans[streamS]; sd == nil || len(sd.base) != len(cat) || len(sd.more) != 0 {
+		t.Fatalf("declarations: %+v", sd)
+	}
+	// A second input renames channel 7: one conflict, naming both places.
+	cat[6].Name = "proc.renamed.stdout"
+	other := writeEvents(t, descS, cat, WriterOptions{Rand: detRand(6)}, evs[:10])
+	var fs []Finding
+	if _, err := c.Check(t.Context(), bytes.NewReader(other), "other.dss", CheckOptions{Format: InputDSS, Finding: func(f Finding) { fs = append(fs, f) }}); err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 1 {
+		t.Fatalf("findings %v, want one conflict", fs)
+	}
+	if cc, ok := fs[0].(*ChannelConflict); !ok || cc.First.Input != "wide.dss" || cc.First.Offset != 0 || cc.First.Channel.Name != "proc.job-7.stdout" || cc.Second.Channel.Name != "proc.renamed.stdout" {
+		t.Errorf("finding %#v", fs[0])
 	}
 }

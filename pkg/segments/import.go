@@ -60,7 +60,7 @@ func ScanAny(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink) erro
 // returns io.EOF for an empty input (with opts.Follow, it waits for its
 // first bytes instead), and ErrNotCapture.
 func openSource(ctx context.Context, f *batchFeed, opts ScanOptions, anyFormat bool) (entrySource, error) {
-	ropts := ReaderOptions{Follow: opts.Follow, Context: ctx, MaxRecordSize: opts.MaxRecordSize, Offset: opts.Offset, SkipBefore: opts.SkipBefore, SkipSummaries: true}
+	ropts := ReaderOptions{Follow: opts.Follow, Context: ctx, MaxRecordSize: opts.MaxRecordSize, Offset: opts.Offset, SkipBefore: opts.SkipBefore, SkipSummaries: true, SkipRepeatedCatalogs: true}
 	if !anyFormat {
 		return NewReader(f, ropts), nil
 	}
@@ -75,9 +75,9 @@ func openSource(ctx context.Context, f *batchFeed, opts ScanOptions, anyFormat b
 			if first != nil {
 				// Read from the middle of a segment: the bytes detect
 				// read to find a header come first.
-				return NewReader(&prefixReader{pre: first, r: br}, ropts), nil
+				return NewReader(&prefixReader{pre: first, r: bufferedReader{br, f}}, ropts), nil
 			}
-			return NewReader(br, ropts), nil
+			return NewReader(bufferedReader{br, f}, ropts), nil
 		case InputDSQ1:
 			return &dsq1Source{br: br, base: opts.Offset}, nil
 		case InputLegacy:
@@ -104,6 +104,26 @@ func openSource(ctx context.Context, f *batchFeed, opts ScanOptions, anyFormat b
 type prefixReader struct {
 	pre []byte
 	r   io.Reader
+}
+
+// remaining reports what is left: the prefix and what r holds (a
+// remainer).
+func (p *prefixReader) remaining() (int64, bool) {
+	n, ok := remaining(p.r)
+	return n + int64(len(p.pre)), ok
+}
+
+// bufferedReader is the bufio.Reader of ScanAny over its input, which
+// says how much is left (a remainer): what the input holds and what the
+// buffer does.
+type bufferedReader struct {
+	*bufio.Reader
+	under io.Reader
+}
+
+func (b bufferedReader) remaining() (int64, bool) {
+	n, ok := remaining(b.under)
+	return n + int64(b.Buffered()), ok
 }
 
 func (p *prefixReader) Read(b []byte) (int, error) {

@@ -59,14 +59,16 @@ func heapPeak(f func()) int64 {
 // the format allows (16 MiB), one of a long writer identity, one of a
 // catalog of 140 000 channels, from a file, and measures the reader's
 // peak heap, the decoded header included, which the caller keeps:
-// ds-format(5) "SIZE LIMITS" gives this figure. It used to be 40 to 48 MiB:
-// the buffer grew from 16 to 17 MiB holding both, and the catalog's slice
-// grew by append.
+// ds-format(5) "SIZE LIMITS" gives this figure. It used to be 40 to 48 MiB
+// (the buffer grew from 16 to 17 MiB holding both, and the catalog's slice
+// grew by append), then 33 to 42 MiB (the buffer grew by doubling, 8.5
+// then 17 MiB); from a file that holds the header's bytes it grows to
+// them at once: 32 to 35 MiB.
 func TestReaderMemoryLargeHeader(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("writes and reads 32 MiB of headers")
 	}
-	const limit = 48 << 20
+	const limit = 40 << 20
 	writer := &wireformat.Header{Writer: strings.Repeat("w", wireformat.MaxHeaderSize-200), Stream: descS}
 	catalog := &wireformat.Header{Writer: "ds test", Stream: descS}
 	size := 0

@@ -327,8 +327,7 @@ type mergeStream struct {
 	desc    frames.StreamDescriptor
 	from    int  // the input whose header described it first
 	skip    bool // not selected
-	catalog []mergeChannel
-	hit     int // index in catalog of the last lookup
+	catalog mergeCatalog
 	ended   bool
 	trimmed frames.Position // the highest trim horizon read (0: none)
 	trimOut frames.Position // the horizon written to the output
@@ -345,6 +344,18 @@ type mergeStream struct {
 	conflicts map[frames.Position][]frames.Frame
 }
 
+// mergeCatalog is a stream's catalog: the descriptors of the first header
+// that declared its channels, kept as that header's reader decoded them
+// (a 16 MiB header's 120 000 channels are not copied), and those declared
+// after them.
+type mergeCatalog struct {
+	base     []frames.ChannelDescriptor // in the order of ids, clipped
+	baseFrom int                        // the input whose header base is
+	baseOff  []bool                     // base's channels not written (nil: none)
+	more     []mergeChannel             // the others, in the order of ids
+	hit      int                        // index in more of the last lookup
+}
+
 // mergeChannel is a channel of a stream's catalog and the input that
 // described it first.
 type mergeChannel struct {
@@ -353,29 +364,69 @@ type mergeChannel struct {
 	sel  bool // written (Channels)
 }
 
-// lookup returns the channel id's entry, or nil.
-func (st *mergeStream) lookup(id frames.ChannelID) *mergeChannel {
-	if st.hit < len(st.catalog) && st.catalog[st.hit].d.ID == id {
-		return &st.catalog[st.hit]
-	}
-	i, found := slices.BinarySearchFunc(st.catalog, id, func(c mergeChannel, id frames.ChannelID) int { return cmp.Compare(c.d.ID, id) })
-	if !found {
-		return nil
-	}
-	st.hit = i
-	return &st.catalog[i]
+// mergeRef is a channel found in a mergeCatalog.
+type mergeRef struct {
+	d    *frames.ChannelDescriptor
+	from int  // the input that described it first
+	sel  bool // written (Channels)
 }
 
-// outCatalog returns the stream's catalog as the output holds it.
-func (st *mergeStream) outCatalog() []frames.ChannelDescriptor {
-	out := make([]frames.ChannelDescriptor, 0, len(st.catalog))
-	for _, c := range st.catalog {
-		if c.sel {
-			out = append(out, c.d)
+// lookup returns the channel id's entry, or false.
+func (c *mergeCatalog) lookup(id frames.ChannelID) (mergeRef, bool) {
+	if i, found := slices.BinarySearchFunc(c.base, id, func(d frames.ChannelDescriptor, id frames.ChannelID) int { return cmp.Compare(d.ID, id) }); found {
+		return mergeRef{d: &c.base[i], from: c.baseFrom, sel: c.baseOff == nil || !c.baseOff[i]}, true
+	}
+	if c.hit < len(c.more) && c.more[c.hit].d.ID == id {
+		e := &c.more[c.hit]
+		return mergeRef{d: &e.d, from: e.from, sel: e.sel}, true
+	}
+	i, found := slices.BinarySearchFunc(c.more, id, func(c mergeChannel, id frames.ChannelID) int { return cmp.Compare(c.d.ID, id) })
+	if !found {
+		return mergeRef{}, false
+	}
+	c.hit = i
+	e := &c.more[i]
+	return mergeRef{d: &e.d, from: e.from, sel: e.sel}, true
+}
+
+// empty reports whether no channel is declared.
+func (c *mergeCatalog) empty() bool { return len(c.base) == 0 && len(c.more) == 0 }
+
+// add adds channel d, not in the catalog, described first by input in.
+func (c *mergeCatalog) add(d frames.ChannelDescriptor, in int, sel bool) {
+	i, _ := slices.BinarySearchFunc(c.more, d.ID, func(c mergeChannel, id frames.ChannelID) int { return cmp.Compare(c.d.ID, id) })
+	c.more = slices.Insert(c.more, i, mergeChannel{d: d, from: in, sel: sel})
+}
+
+// out returns the catalog as the output holds it, in the order of ids:
+// base itself (clipped: appending to it copies it) when it is all of it.
+func (c *mergeCatalog) out() []frames.ChannelDescriptor {
+	if len(c.more) == 0 && c.baseOff == nil {
+		return c.base
+	}
+	out := make([]frames.ChannelDescriptor, 0, len(c.base)+len(c.more))
+	i := 0
+	for _, e := range c.more {
+		for ; i < len(c.base) && c.base[i].ID < e.d.ID; i++ {
+			if c.baseOff == nil || !c.baseOff[i] {
+				out = append(out, c.base[i])
+			}
+		}
+		if e.sel {
+			out = append(out, e.d)
+		}
+	}
+	for ; i < len(c.base); i++ {
+		if c.baseOff == nil || !c.baseOff[i] {
+			out = append(out, c.base[i])
 		}
 	}
 	return out
 }
+
+// outCatalog returns the stream's catalog as the output holds it; the
+// caller must not change it.
+func (st *mergeStream) outCatalog() []frames.ChannelDescriptor { return st.catalog.out() }
 
 func (m *merger) inputName(i int) string {
 	if i < 0 || i >= len(m.inputs) {
@@ -455,8 +506,8 @@ func (m *merger) handle(it *mergeItem) {
 	case itemHeader:
 		m.header(it)
 	case itemChannel:
-		if st := m.stream(it.stream); st != nil && !st.skip {
-			m.declare(st, *it.channel, int(it.input))
+		if st := m.stream(it.stream); st != nil && !st.skip && m.declare(st, *it.channel, int(it.input)) {
+			m.setKeep(st)
 		}
 	case itemFrame:
 		st := m.last
@@ -528,13 +579,55 @@ func (m *merger) header(it *mergeItem) {
 	if st.skip {
 		return
 	}
+	if st.catalog.empty() && m.adopt(st, h.Channels, in) {
+		m.asm.Segment(id, h.Seq)
+		return
+	}
+	added := false
 	for _, d := range h.Channels {
-		m.declare(st, d, in)
+		added = m.declare(st, d, in) || added
 		if m.err != nil {
 			return
 		}
 	}
+	if added {
+		m.setKeep(st)
+	}
 	m.asm.Segment(id, h.Seq)
+}
+
+// adopt makes channels, the catalog of input in's header, the base of the
+// empty catalog of st, if it is in the order of ids without repeats (as
+// ds writes catalogs); it reports whether it did.
+func (m *merger) adopt(st *mergeStream, channels []frames.ChannelDescriptor, in int) bool {
+	if len(channels) == 0 || !slices.IsSortedFunc(channels, func(a, b frames.ChannelDescriptor) int { return cmp.Compare(a.ID, b.ID) }) {
+		return false
+	}
+	for i := 1; i < len(channels); i++ {
+		if channels[i].ID == channels[i-1].ID {
+			return false
+		}
+	}
+	c := &st.catalog
+	c.base, c.baseFrom = slices.Clip(channels), in
+	if m.opts.Channels != nil {
+		c.baseOff = make([]bool, len(channels))
+		for i := range channels {
+			c.baseOff[i] = !m.opts.Channels(st.id, channels[i])
+		}
+	}
+	if m.wst == st {
+		for i := range channels {
+			if c.baseOff == nil || !c.baseOff[i] {
+				if err := m.w.DeclareChannel(channels[i]); err != nil {
+					m.fail(err)
+					return true
+				}
+			}
+		}
+		m.setKeep(st)
+	}
+	return true
 }
 
 func sameStream(a, b frames.StreamDescriptor) bool {
@@ -558,25 +651,26 @@ func describeChannel(d frames.ChannelDescriptor) string {
 	return s + ")"
 }
 
-// declare adds channel d, described by input in, to the stream's catalog.
-func (m *merger) declare(st *mergeStream, d frames.ChannelDescriptor, in int) {
-	if c := st.lookup(d.ID); c != nil {
-		if !sameDescriptor(c.d, d) {
+// declare adds channel d, described by input in, to the stream's catalog;
+// it reports whether it was added to the output being written (the
+// caller then calls setKeep).
+func (m *merger) declare(st *mergeStream, d frames.ChannelDescriptor, in int) bool {
+	if c, ok := st.catalog.lookup(d.ID); ok {
+		if !sameDescriptor(*c.d, d) {
 			m.fail(&CatalogConflictError{Stream: st.id, Channel: d.ID, First: m.inputName(c.from), Second: m.inputName(in),
-				What: fmt.Sprintf("%s, then %s", describeChannel(c.d), describeChannel(d))})
+				What: fmt.Sprintf("%s, then %s", describeChannel(*c.d), describeChannel(d))})
 		}
-		return
+		return false
 	}
 	sel := m.opts.Channels == nil || m.opts.Channels(st.id, d)
-	i, _ := slices.BinarySearchFunc(st.catalog, d.ID, func(c mergeChannel, id frames.ChannelID) int { return cmp.Compare(c.d.ID, id) })
-	st.catalog = slices.Insert(st.catalog, i, mergeChannel{d: d, from: in, sel: sel})
+	st.catalog.add(d, in, sel)
 	if sel && m.wst == st {
 		if err := m.w.DeclareChannel(d); err != nil {
 			m.fail(err)
-			return
 		}
-		m.setKeep(st)
+		return true
 	}
+	return false
 }
 
 // setKeep makes the Keep function of the stream being written.
@@ -628,8 +722,8 @@ func (m *merger) item(it Item) {
 		// Written when its channel is, within the frames written (Frame
 		// is asked about frames in position order only).
 		p := it.Frame.Position
-		c := st.lookup(it.Frame.Channel)
-		switch sel := c != nil && c.sel || c == nil && m.opts.Channels == nil; {
+		c, ok := st.catalog.lookup(it.Frame.Channel)
+		switch sel := ok && c.sel || !ok && m.opts.Channels == nil; {
 		case !sel:
 		case st.written > 0 && st.lo <= p && p <= st.hi:
 			m.write(st, it.Frame)
@@ -659,23 +753,20 @@ func (m *merger) item(it Item) {
 
 // keepFrame applies the filters to a frame in position order.
 func (m *merger) keepFrame(st *mergeStream, f frames.Frame) bool {
-	var c *mergeChannel
+	var c mergeRef
+	var ok bool
 	if m.opts.Frame != nil || m.opts.Channels != nil {
-		c = st.lookup(f.Channel)
+		c, ok = st.catalog.lookup(f.Channel)
 	}
 	if m.opts.Frame != nil {
-		var d *frames.ChannelDescriptor
-		if c != nil {
-			d = &c.d
-		}
-		if !m.opts.Frame(st.id, d, f) {
+		if !m.opts.Frame(st.id, c.d, f) {
 			st.cutTail = true
 			st.cutHead = st.cutHead || !st.opened
 			return false
 		}
 		st.cutTail = false
 	}
-	if m.opts.Channels != nil && (c == nil || !c.sel) {
+	if m.opts.Channels != nil && (!ok || !c.sel) {
 		st.cutHead = st.cutHead || !st.opened
 		return false
 	}
@@ -742,9 +833,9 @@ func (m *merger) writer(st *mergeStream) *Writer {
 	var err error
 	w := m.spare
 	if w == nil {
-		w, err = NewWriter(m.out, st.desc, st.outCatalog(), opts)
+		w, err = newWriter(m.out, st.desc, st.outCatalog(), opts, true)
 	} else {
-		err = w.Reset(st.desc, st.outCatalog(), opts)
+		err = w.reset(st.desc, st.outCatalog(), opts, true)
 	}
 	if err != nil {
 		m.fail(fmt.Errorf("segments: merge: stream %s: %w", st.id, err))
@@ -998,7 +1089,7 @@ func readInput(f *feed, idx int32, in MergeInput) (bool, int64) {
 	}
 	defer rc.Close()
 	src := &inputReader{r: rc}
-	r := NewReader(src, ReaderOptions{SkipSummaries: true})
+	r := NewReader(src, ReaderOptions{SkipSummaries: true, SkipRepeatedCatalogs: true})
 	var (
 		e    Entry
 		pend *InputDamage  // the damage run not reported yet

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"os"
+	"runtime"
 	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
@@ -117,6 +119,14 @@ type ReaderOptions struct {
 	// decoding them (after their CRC), as readers of the frames (ds log)
 	// do: they count the frames themselves.
 	SkipSummaries bool
+	// SkipRepeatedCatalogs makes the reader leave undecoded a large
+	// header catalog that repeats, byte for byte, the last one it decoded
+	// (of the same stream): the entry's Header has CatalogRepeated set and
+	// Channels nil (wireformat.ParseHeaderRepeats). For a consumer that
+	// keeps what each header declared, the first declaration winning (the
+	// views, by Scan): a capture of 16 MiB headers then costs one decoded
+	// catalog, once.
+	SkipRepeatedCatalogs bool
 	// SkipBefore makes the reader skip the frames of records that start
 	// before this input offset, and the Blocks there without decompressing
 	// them (their CRC is still checked): ds tail reads a segment's header
@@ -155,10 +165,11 @@ type Reader struct {
 	ctx          context.Context
 
 	buf  []byte
-	r, w int   // unread input is buf[r:w]
-	base int64 // input offset of buf[0]
-	eof  bool  // src returned io.EOF and nothing was read since
-	err  error // sticky: a read error or the follow context's error
+	r, w int                     // unread input is buf[r:w]
+	base int64                   // input offset of buf[0]
+	memo *wireformat.CatalogMemo // SkipRepeatedCatalogs
+	eof  bool                    // src returned io.EOF and nothing was read since
+	err  error                   // sticky: a read error or the follow context's error
 
 	inSeg  bool            // the reader is in a readable segment
 	stream frames.StreamID // its stream
@@ -194,6 +205,9 @@ type Reader struct {
 // to [Reader.Next] does.
 func NewReader(src io.Reader, opts ReaderOptions) *Reader {
 	r := &Reader{src: src, max: opts.MaxRecordSize, follow: opts.Follow, pollInterval: opts.PollInterval, ctx: opts.Context, base: opts.Offset, skipBefore: opts.SkipBefore, skipSummaries: opts.SkipSummaries}
+	if opts.SkipRepeatedCatalogs {
+		r.memo = &wireformat.CatalogMemo{}
+	}
 	if r.max <= 0 {
 		r.max = wireformat.DefaultMaxRecordSize
 	}
@@ -374,6 +388,13 @@ func (r *Reader) makeRoom(n int) {
 		// (a 16 MiB header costs 17 MiB, not 32 MiB).
 		want := max(r.r-keep+n+readBufferSize, 2*readBufferSize)
 		size := min(2*len(r.buf), want)
+		if size < want && want > 2*readBufferSize && r.srcHolds(n-(r.w-r.r)) {
+			// The input is a file that holds the bytes the n need: no
+			// length claimed them, they are there, so grow to all of
+			// them at once (for a 16 MiB header 17 MiB, not 8.5 and then
+			// 17 MiB, 25.5 MiB at the copy).
+			size = want
+		}
 		if size < want && 2*size > want {
 			// Near a large want, grow to half of it, then to all of it:
 			// the old buffer and the new one together never hold more
@@ -391,6 +412,42 @@ func (r *Reader) makeRoom(n int) {
 	r.r -= keep
 }
 
+// srcHolds reports whether the input is known to hold at least need more
+// bytes beyond those read from it: a regular file, directly or through
+// the wrappers of Scan and ScanAny (see remaining).
+func (r *Reader) srcHolds(need int) bool {
+	rem, ok := remaining(r.src)
+	return ok && rem >= int64(need)
+}
+
+// remaining returns the bytes that src holds beyond those read from it,
+// if that is known: for a regular *os.File its size less its offset
+// (what a reader following a growing file sees now), for a wrapper that
+// says (a remainer) what it says; false for a pipe or anything else.
+func remaining(src io.Reader) (int64, bool) {
+	switch s := src.(type) {
+	case remainer:
+		return s.remaining()
+	case *os.File:
+		fi, err := s.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			return 0, false
+		}
+		off, err := s.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return 0, false
+		}
+		return fi.Size() - off, true
+	}
+	return 0, false
+}
+
+// A remainer is an input wrapper that knows how many bytes are left in
+// what it wraps, as [remaining] reports them.
+type remainer interface {
+	remaining() (int64, bool)
+}
+
 // shrink drops a buffer grown for a large header or record once it has
 // been read: the unread input moves to a buffer of ordinary size, so that
 // a reader past a 16 MiB header no longer holds 17 MiB.
@@ -401,8 +458,23 @@ func (r *Reader) shrink() {
 	b := make([]byte, 2*readBufferSize)
 	r.w = copy(b, r.buf[r.r:r.w])
 	r.base += int64(r.r)
+	big := len(r.buf) >= collectAfterBuffer
 	r.buf, r.r = b, 0
+	if big {
+		// The header's decoded form was just made beside the buffer; what
+		// the caller makes of it next (a view's state of each channel)
+		// would come on top of both. Collected now, the buffer's pages
+		// are reused for it instead: a 16 MiB header's reader peaks at
+		// the buffer and the decoded header (ds-format(5) "SIZE LIMITS"),
+		// not at that and the caller's state too. Rare (a header of
+		// several MiB), and a few ms.
+		runtime.GC()
+	}
 }
+
+// collectAfterBuffer is the buffer size, in bytes, from which [Reader.shrink]
+// runs the garbage collector after dropping it.
+const collectAfterBuffer = 8 << 20
 
 // wait waits for more input in follow mode.
 func (r *Reader) wait() error {
@@ -427,7 +499,7 @@ func (r *Reader) wait() error {
 func (r *Reader) readHeader(e *Entry) (bool, error) {
 	x := r.pos()
 	for {
-		h, n, err := wireformat.ParseHeader(r.buf[r.r:r.w])
+		h, n, err := wireformat.ParseHeaderRepeats(r.buf[r.r:r.w], r.memo)
 		if err == io.ErrUnexpectedEOF {
 			if err = r.fill(n); err == nil {
 				continue

@@ -1,12 +1,15 @@
 package segments
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -417,5 +420,56 @@ func TestResyncCostLinear(t *testing.T) {
 	res := readAll(t, c.b, ReaderOptions{})
 	if len(res.corrupt) != 1 || res.entries[len(res.entries)-1].Offset != f {
 		t.Fatalf("got %v, last entry %v", res.corrupt, res.entries[len(res.entries)-1])
+	}
+}
+
+// TestRemaining: what the Reader's input holds beyond what was read, known
+// for a regular file and through the wrappers of Scan and ScanAny, not
+// for a pipe; the Reader grows its buffer to a header at once only when
+// it is known to be there.
+func TestRemaining(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(name, make([]byte, 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(100, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	cr := &CountingReader{R: f}
+	br := bufferedReader{bufio.NewReaderSize(cr, 16), cr}
+	if _, err := br.ReadByte(); err != nil { // 16 bytes read from f into the buffer, 1 taken
+		t.Fatal(err)
+	}
+	pre := &prefixReader{pre: []byte("abc"), r: br}
+	for _, c := range []struct {
+		name string
+		r    io.Reader
+		want int64
+	}{
+		{"file", f, 884},
+		{"counting", cr, 884},
+		{"buffered", br, 899},
+		{"prefix", pre, 902},
+		{"feed", &batchFeed{r: pre}, 902},
+	} {
+		if n, ok := remaining(c.r); !ok || n != c.want {
+			t.Errorf("%s: remaining %d, %v; want %d, true", c.name, n, ok, c.want)
+		}
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	for _, r := range []io.Reader{pr, &CountingReader{R: pr}, bytes.NewReader(nil)} {
+		if n, ok := remaining(r); ok {
+			t.Errorf("%T: remaining %d, true; want false", r, n)
+		}
 	}
 }

@@ -17,7 +17,10 @@ import (
 type SegmentHeader struct {
 	// Stream is the segment's stream.
 	Stream frames.StreamDescriptor
-	// Channels is the full catalog known when the segment started.
+	// Channels is the full catalog known when the segment started; nil
+	// when that catalog is large and, byte for byte, the last one given
+	// to the sink for the stream in this input (Scan reads with
+	// ReaderOptions.SkipRepeatedCatalogs): it declares nothing new.
 	Channels []frames.ChannelDescriptor
 	// Seq is the header's sequence number: 0 for its writer's first
 	// segment of the stream, one more at each rotation. A stream whose
@@ -200,6 +203,10 @@ func scan(ctx context.Context, r io.Reader, opts ScanOptions, sink Sink, anyForm
 				sink.Trimmed(e.Stream, e.Frame.Position, opts.Store)
 			}
 		}
+		// Cleared, not just cut: an entry left in the array would keep
+		// its header's catalog alive (11 MB for a 16 MiB header) until
+		// its slot was reused.
+		clear(b.items)
 		b.items, b.arena = b.items[:0], b.arena[:0]
 		feed.free <- b
 	}
@@ -274,6 +281,10 @@ func (f *batchFeed) Read(p []byte) (int, error) {
 	}
 	return f.r.Read(p)
 }
+
+// remaining reports what its input holds beyond what was read (a
+// remainer, for the Reader's buffer).
+func (f *batchFeed) remaining() (int64, bool) { return remaining(f.r) }
 
 // take makes sure there is a batch to fill; false once Scan has returned.
 func (f *batchFeed) take() bool {

@@ -205,6 +205,9 @@ func (c *CountingReader) Read(p []byte) (int, error) {
 // N returns the number of bytes read so far.
 func (c *CountingReader) N() int64 { return c.n.Load() }
 
+// remaining reports what R holds beyond what was read (a remainer).
+func (c *CountingReader) remaining() (int64, bool) { return remaining(c.R) }
+
 // Ingest reads a DSS capture from r (a file, or a live pipe read as it
 // comes; name names it in reports) and stores its frames. Frames are
 // buffered per stream and committed when IngestOptions.CommitBytes are

@@ -3,6 +3,7 @@ package segments
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 
@@ -68,7 +69,16 @@ type BackWalker struct {
 	// stream it is of (wireformat.ParseHeaderStream): Span.Header has no
 	// Writer and no Channels then.
 	StreamOnly bool
+	// MaxRead, when positive, bounds the bytes the walk reads in all: a
+	// read that would pass it returns an error wrapping [ErrReadBudget]
+	// instead, before anything is allocated for it (a 16 MiB header is not
+	// read by a walk that may read 4 MiB).
+	MaxRead int64
 }
+
+// ErrReadBudget is the error of a [BackWalker] read that would pass its
+// MaxRead.
+var ErrReadBudget = errors.New("segments: walk read budget spent")
 
 // NewBackWalker returns a walker of the size bytes of r.
 func NewBackWalker(r io.ReaderAt, size int64) *BackWalker {
@@ -149,6 +159,9 @@ func (w *BackWalker) probe(end int64, n int64) ([]byte, error) {
 
 // read reads input[off:off+n] into buf, grown as needed.
 func (w *BackWalker) read(buf []byte, off int64, n int) ([]byte, error) {
+	if w.MaxRead > 0 && w.BytesRead+int64(n) > w.MaxRead {
+		return buf[:0], fmt.Errorf("segments: read of %d bytes at %d: %w (%d of %d bytes read)", n, off, ErrReadBudget, w.BytesRead, w.MaxRead)
+	}
 	if cap(buf) < n {
 		buf = make([]byte, n)
 	}

@@ -206,6 +206,14 @@ type Writer struct {
 // must be of desc.Stream, with distinct ids. NewWriter writes nothing to w.
 // It returns an error for invalid options or catalog.
 func NewWriter(w io.Writer, desc frames.StreamDescriptor, catalog []frames.ChannelDescriptor, opts WriterOptions) (*Writer, error) {
+	return newWriter(w, desc, catalog, opts, false)
+}
+
+// newWriter is NewWriter; with shared, a catalog in the order of ids is
+// kept, clipped, instead of copied (the writer never changes what it
+// holds: a channel declared later is inserted into a copy): merge hands
+// it the catalog it keeps itself.
+func newWriter(w io.Writer, desc frames.StreamDescriptor, catalog []frames.ChannelDescriptor, opts WriterOptions, shared bool) (*Writer, error) {
 	if opts.SegmentSize <= 0 {
 		opts.SegmentSize = DefaultSegmentSize
 	}
@@ -232,14 +240,8 @@ func NewWriter(w io.Writer, desc frames.StreamDescriptor, catalog []frames.Chann
 		return nil, fmt.Errorf("segments: unknown compression %d", opts.Compression)
 	}
 	sw := &Writer{w: w, opts: opts, desc: desc, seq: opts.FirstSeq, maxPending: min(max(2, runtime.GOMAXPROCS(0)), 8)}
-	for _, d := range catalog {
-		i, found, err := sw.lookup(d)
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			sw.catalog = slices.Insert(sw.catalog, i, d)
-		}
+	if err := sw.setCatalog(catalog, shared); err != nil {
+		return nil, err
 	}
 	// The first header is written with the first record or flush, so that
 	// it names the channels declared until then; its id is drawn now and
@@ -248,12 +250,48 @@ func NewWriter(w io.Writer, desc frames.StreamDescriptor, catalog []frames.Chann
 		return nil, fmt.Errorf("segments: segment id: %w", err)
 	}
 	h := wireformat.Header{Seq: opts.FirstSeq, Writer: opts.WriterID, Stream: desc, Channels: sw.catalog}
-	if _, err := wireformat.AppendHeader(nil, &h); err != nil && !errors.Is(err, wireformat.ErrMagicInHeader) {
+	if err := wireformat.CheckHeader(&h); err != nil {
 		return nil, fmt.Errorf("segments: segment header: %w", err)
 	}
 	sw.seg.reset()
 	sw.open.reset()
 	return sw, nil
+}
+
+// setCatalog makes w's catalog of catalog, in the order of ids: a copy
+// of it, made with one allocation when it is in that order already (a
+// header's catalog, or merge's), else a descriptor at a time; with
+// shared, catalog itself, clipped, when it is in that order.
+func (w *Writer) setCatalog(catalog []frames.ChannelDescriptor, shared bool) error {
+	sorted := true
+	for i := range catalog {
+		if catalog[i].Stream != w.desc.Stream {
+			_, _, err := w.lookup(catalog[i])
+			return err
+		}
+		if i > 0 && catalog[i].ID <= catalog[i-1].ID {
+			sorted = false
+			break
+		}
+	}
+	switch {
+	case sorted && shared:
+		w.catalog = slices.Clip(catalog)
+		return nil
+	case sorted:
+		w.catalog = slices.Clone(catalog)
+		return nil
+	}
+	for _, d := range catalog {
+		i, found, err := w.lookup(d)
+		if err != nil {
+			return err
+		}
+		if !found {
+			w.catalog = slices.Insert(w.catalog, i, d)
+		}
+	}
+	return nil
 }
 
 // lookup checks d against the catalog: it returns where d belongs, whether
@@ -317,7 +355,17 @@ func (w *Writer) startSegment() error {
 		w.segBytes, w.segContent, w.segStart = int64(len(w.buf)-n), 0, w.opts.Now()
 		w.segHead = w.segBytes
 		w.seg.reset()
-		return nil
+		if len(w.buf) < writeChunk {
+			return nil
+		}
+		// A large header (a catalog of tens of thousands of channels)
+		// goes out at once, and the buffer it grew is let go, so that
+		// it is not held, nor copied again, with the records after it.
+		err = w.writeBuf()
+		if cap(w.buf) > 4*writeChunk {
+			w.buf = make([]byte, 0, writeChunk)
+		}
+		return err
 	}
 }
 
@@ -804,7 +852,12 @@ func (w *Writer) CopyBlock(body []byte, frames int) error {
 // must be out: after Close or EndSegment (else the records buffered are
 // lost). On error w is unchanged.
 func (w *Writer) Reset(desc frames.StreamDescriptor, catalog []frames.ChannelDescriptor, opts WriterOptions) error {
-	nw, err := NewWriter(w.w, desc, catalog, opts)
+	return w.reset(desc, catalog, opts, false)
+}
+
+// reset is Reset; shared is newWriter's.
+func (w *Writer) reset(desc frames.StreamDescriptor, catalog []frames.ChannelDescriptor, opts WriterOptions, shared bool) error {
+	nw, err := newWriter(w.w, desc, catalog, opts, shared)
 	if err != nil {
 		return err
 	}

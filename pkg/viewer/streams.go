@@ -140,6 +140,9 @@ func walkSpans(name string, fn func(segments.Span)) bool {
 	}
 	defer f.Close()
 	w := segments.NewBackWalker(f, fi.Size())
+	// The callers want stream ids and summaries: no catalog is decoded,
+	// and no read passes the budget (a 16 MiB header is not read).
+	w.StreamOnly, w.MaxRead = true, streamsBudget
 	headers := 0
 	for {
 		sp, err := w.Prev()

@@ -58,3 +58,19 @@ func (s *declaredChannels) find(id frames.ChannelID) (frames.ChannelDescriptor, 
 	d, ok := s.more[id]
 	return d, ok
 }
+
+// hasName reports whether a channel of that name is declared (a scan of
+// every declaration: for what is asked once a channel).
+func (s *declaredChannels) hasName(name string) bool {
+	for i := range s.base {
+		if s.base[i].Name == name {
+			return true
+		}
+	}
+	for _, d := range s.more {
+		if d.Name == name {
+			return true
+		}
+	}
+	return false
+}

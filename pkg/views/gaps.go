@@ -398,8 +398,8 @@ type gapFile struct {
 // gapStream is what a [Gaps] keeps of one stream.
 type gapStream struct {
 	id        frames.StreamID
-	names     map[frames.ChannelID]string // the first descriptor's name, by id
-	health    frames.ChannelID            // of datastream.health, when hasHealth
+	decl      declaredChannels // the channels declared, first descriptor of each id
+	health    frames.ChannelID // of datastream.health, when hasHealth
 	hasHealth bool
 	transport frames.ChannelID // of datastream.transport, when hasTransp
 	hasTransp bool
@@ -502,8 +502,14 @@ func (g *Gaps) header(h segments.SegmentHeader, f *gapFile) {
 		st.headers, st.firstSeq = true, h.Seq
 	}
 	st.live = f.live
-	for _, c := range h.Channels {
-		g.Channel(c)
+	if st.decl.adopt(h.Channels) {
+		for _, c := range h.Channels {
+			g.declared(st, c)
+		}
+	} else {
+		for _, c := range h.Channels {
+			g.Channel(c)
+		}
 	}
 	g.asm.Segment(h.Stream.Stream, h.Seq)
 }
@@ -516,13 +522,13 @@ func (g *Gaps) Segment(d frames.StreamDescriptor, channels []frames.ChannelDescr
 // Channel implements [segments.Sink]; the first descriptor of an id wins.
 func (g *Gaps) Channel(d frames.ChannelDescriptor) {
 	st := g.stream(d.Stream)
-	if _, ok := st.names[d.ID]; ok {
-		return
+	if st.decl.add(d) {
+		g.declared(st, d)
 	}
-	if st.names == nil {
-		st.names = make(map[frames.ChannelID]string)
-	}
-	st.names[d.ID] = clip(d.Name)
+}
+
+// declared takes in channel d, newly declared in stream st.
+func (g *Gaps) declared(st *gapStream, d frames.ChannelDescriptor) {
 	if d.Name == frames.HealthChannel && !st.hasHealth {
 		st.health, st.hasHealth = d.ID, true
 	}
@@ -708,7 +714,7 @@ func (g *Gaps) item(it segments.Item) {
 		st.before = max(st.before, it.Gap.To+1)
 	case segments.ItemConflict:
 		g.totals.Conflicts++
-		g.add(st, Finding{Kind: FindingConflict, Position: it.Frame.Position, ChannelID: it.Frame.Channel, Channel: st.names[it.Frame.Channel]})
+		g.add(st, Finding{Kind: FindingConflict, Position: it.Frame.Position, ChannelID: it.Frame.Channel, Channel: st.channelName(it.Frame.Channel)})
 	}
 }
 
@@ -1303,3 +1309,12 @@ var (
 	_ segments.Sink = (*Gaps)(nil)
 	_ segments.Sink = gapsInput{}
 )
+
+// channelName returns the name of channel id as a finding shows it
+// (clipped), "" if it is undeclared.
+func (st *gapStream) channelName(id frames.ChannelID) string {
+	if d, ok := st.decl.find(id); ok {
+		return clip(d.Name)
+	}
+	return ""
+}

@@ -42,9 +42,7 @@ func (s *LogSink) item(it segments.Item) {
 // Header implements Sink.
 func (s *LogSink) Header(h segments.SegmentHeader) {
 	s.P.Stream(h.Stream)
-	for _, c := range h.Channels {
-		s.P.Channel(c)
-	}
+	s.P.Catalog(h.Stream.Stream, h.Channels)
 	seq := h.Seq
 	if s.Partial {
 		seq = max(seq, 1) // earlier frames were not read, not lost

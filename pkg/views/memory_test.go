@@ -565,3 +565,52 @@ func TestMemoryLatestWideCatalog(t *testing.T) {
 		t.Errorf("%d bytes held for %d declared channels (%d each), want at most 8 each", held, n, held/int64(n))
 	}
 }
+
+// TestMemoryPrinterWideCatalog gives ds log's printer (text and --json) a
+// header of 100 000 channels, twice (as a capture repeats it in each
+// segment), of which three have frames: it keeps the header's descriptors
+// as they came and makes a channel's state at its first frame, so it holds
+// next to nothing beyond the catalog its caller already holds. It used to
+// make that state for each declared channel (64 bytes, and for --json a
+// string of 70 more: 8 to 16 MB of ds log's 62 to 77 MiB on a 16 MiB
+// header).
+func TestMemoryPrinterWideCatalog(t *testing.T) {
+	s := frames.StreamID{Node: "wide", Life: 1}
+	n := scaled(100_000, 10_000)
+	cat := make([]frames.ChannelDescriptor, n)
+	for i := range cat {
+		cat[i] = frames.ChannelDescriptor{Stream: s, ID: frames.ChannelID(i + 1), Name: fmt.Sprintf("proc.job-%d.stdout", i+1), Content: frames.TextStream()}
+	}
+	// held is what a printer holds, its output aside, after two headers
+	// of cat and 30 frames on its first three channels.
+	held := func(format LogFormat, cat []frames.ChannelDescriptor) int64 {
+		var out bytes.Buffer
+		base := liveHeap()
+		sink := NewLogSink(NewPrinter(&out, LogOptions{Format: format}), 0)
+		for seq := range uint64(2) {
+			sink.Header(segments.SegmentHeader{Stream: frames.StreamDescriptor{Stream: s}, Channels: cat, Seq: seq})
+		}
+		for i := range 30 {
+			sink.Frame(s, frames.Frame{Channel: frames.ChannelID(1 + i%3), Position: frames.Position(i), Payload: fmt.Appendf(nil, "line %d\n", i)})
+		}
+		h := liveHeap() - base - int64(out.Cap())
+		if err := sink.P.Close(); err != nil {
+			t.Fatal(err)
+		}
+		runtime.KeepAlive(sink)
+		if lines := strings.Count(out.String(), "\n"); lines != 30 || !strings.Contains(out.String(), "proc.job-3.stdout") {
+			t.Fatalf("%d lines:\n%s", lines, out.String())
+		}
+		return h
+	}
+	for name, format := range map[string]LogFormat{"text": FormatText, "json": FormatJSON} {
+		// The printer's own buffers, the same for any catalog, are
+		// measured with the three channels that have frames alone.
+		fixed, wide := held(format, cat[:3]), held(format, cat)
+		t.Logf("%s: %d declared channels, 3 with frames: %d bytes held beyond the catalog (%d with 3 declared)", name, n, wide, fixed)
+		if per := (wide - fixed) / int64(n); per > 8 {
+			t.Errorf("%s: %d bytes held for %d declared channels (%d each), want at most 8 each", name, wide-fixed, n, per)
+		}
+	}
+	runtime.KeepAlive(cat)
+}

@@ -190,14 +190,36 @@ func (p *Printer) Stream(d frames.StreamDescriptor) {
 // ChannelDeclared record). The first descriptor for an id wins.
 func (p *Printer) Channel(d frames.ChannelDescriptor) {
 	st := p.stream(d.Stream)
-	if st.channel(d.ID) != nil {
+	if st.decl.add(d) {
+		p.declared(st, d)
+	}
+}
+
+// Catalog records the channels of a segment header of stream s, as
+// Channel does each. The printer may keep cat, which the caller must not
+// change after (a Sink may retain a header's channels).
+func (p *Printer) Catalog(s frames.StreamID, cat []frames.ChannelDescriptor) {
+	st := p.stream(s)
+	if !st.decl.adopt(cat) {
+		for _, d := range cat {
+			p.Channel(d)
+		}
 		return
 	}
-	ci := st.newChanInfo(d, p.sel.channelVisible(d), p.format)
+	for _, d := range cat {
+		p.declared(st, d)
+	}
+}
+
+// declared takes in channel d, newly declared in stream st. What the
+// printer keeps of a channel to render its frames (a chanInfo) is made at
+// its first frame (channelOf): a header of 140 000 channels, of which a
+// few write, costs no state a channel.
+func (p *Printer) declared(st *streamInfo, d frames.ChannelDescriptor) {
+	visible := p.sel.channelVisible(d)
 	if !st.sel.hidden {
 		p.sel.matchChannel(d)
 	}
-	st.setChannel(d.ID, ci)
 	switch d.Name {
 	case frames.ClockChannel:
 		st.clock.id = d.ID
@@ -206,7 +228,22 @@ func (p *Printer) Channel(d frames.ChannelDescriptor) {
 	case frames.TransportChannel:
 		st.notes.transpID, st.notes.hasTransp = d.ID, true
 	}
-	p.text.addChannel(ci)
+	p.text.addChannel(visible, nameWidth(d.Name))
+}
+
+// channelOf returns what the printer keeps of channel id of stream st,
+// made at the first call; nil for an undeclared channel.
+func (p *Printer) channelOf(st *streamInfo, id frames.ChannelID) *chanInfo {
+	if ci := st.channel(id); ci != nil {
+		return ci
+	}
+	d, ok := st.decl.find(id)
+	if !ok {
+		return nil
+	}
+	ci := st.newChanInfo(d, p.sel.channelVisible(d))
+	st.setChannel(id, ci)
+	return ci
 }
 
 // stream returns stream s, declaring it (with no descriptor but its id)
@@ -317,7 +354,7 @@ func (p *Printer) itemFrame(st *streamInfo, kind segments.ItemKind, f *frames.Fr
 	if !show {
 		return
 	}
-	ci := st.channel(f.Channel)
+	ci := p.channelOf(st, f.Channel)
 	if !p.sel.shown(ci) {
 		return
 	}

@@ -29,7 +29,7 @@ func (j *jsonLayout) appendFrame(b []byte, st *streamInfo, ci *chanInfo, kind se
 	b = append(b, `,"position":`...)
 	b = strconv.AppendUint(b, uint64(f.Position), 10)
 	if ci != nil {
-		b = append(b, ci.json...)
+		b = append(b, ci.jsonPart()...)
 	} else {
 		b = append(b, `,"channel":null,"channel_id":`...)
 		b = strconv.AppendUint(b, uint64(f.Channel), 10)
@@ -94,7 +94,7 @@ func (j *jsonLayout) appendLine(b []byte, st *streamInfo, ci *chanInfo, sp lineS
 	b = strconv.AppendUint(b, uint64(sp.pos), 10)
 	b = append(b, `,"last_position":`...)
 	b = strconv.AppendUint(b, uint64(max(sp.last, sp.pos)), 10)
-	b = append(b, ci.json...)
+	b = append(b, ci.jsonPart()...)
 	b = append(b, `,"text":`...)
 	b, ok := textfmt.AppendJSONQuoted(b, line, true)
 	if sp.nl {

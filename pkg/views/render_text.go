@@ -98,10 +98,10 @@ func (l *textLayout) addStream(st *streamInfo) {
 	}
 }
 
-// addChannel widens the channel column for a new channel ci shown (up to
-// 40 runes).
-func (l *textLayout) addChannel(ci *chanInfo) {
-	if w := int(ci.width); ci.visible && w > l.nameW && w <= 40 {
+// addChannel widens the channel column for a new channel shown (visible)
+// whose name is w runes wide (up to 40 runes).
+func (l *textLayout) addChannel(visible bool, w int) {
+	if visible && w > l.nameW && w <= 40 {
 		l.nameW = w
 	}
 }

@@ -21,7 +21,8 @@ type streamInfo struct {
 	col      string // the stream column's text: name, or a shorter unambiguous form
 	colW     int    // col in runes
 
-	chans []*chanInfo                    // by id, for ids < maxSmallChannel or while dense (setChannel)
+	decl  declaredChannels               // the channels declared (Printer.Channel, Printer.Catalog)
+	chans []*chanInfo                    // by id, for ids < maxSmallChannel or while dense (setChannel): channels that had a frame
 	big   map[frames.ChannelID]*chanInfo // the other ids
 	nchan int                            // channels declared
 	arena []chanInfo                     // where the chanInfos live, in chunks that never move
@@ -40,7 +41,7 @@ type chanInfo struct {
 	// name and id are the descriptor's: the rest is not kept, as a
 	// catalog may have 140 000 channels (64 bytes each, index included).
 	name    string
-	json    string   // `,"channel":NAME,"channel_id":ID,"content":KIND` (FormatJSON)
+	json    string   // `,"channel":NAME,"channel_id":ID,"content":KIND` (FormatJSON), made by jsonPart
 	line    *partial // the held unfinished line, once there was one
 	id      frames.ChannelID
 	width   int32 // name in runes, for the channel column
@@ -73,22 +74,29 @@ func newStreamInfo(d frames.StreamDescriptor, format LogFormat) *streamInfo {
 
 // newChanInfo returns what a printer keeps of channel d, visible or not
 // by the filters.
-func (st *streamInfo) newChanInfo(d frames.ChannelDescriptor, visible bool, format LogFormat) *chanInfo {
+func (st *streamInfo) newChanInfo(d frames.ChannelDescriptor, visible bool) *chanInfo {
 	if len(st.arena) == cap(st.arena) {
 		st.arena = make([]chanInfo, 0, min(chanChunk, max(8, 2*st.nchan)))
 	}
 	st.arena = st.arena[:len(st.arena)+1]
 	ci := &st.arena[len(st.arena)-1]
 	*ci = chanInfo{name: d.Name, id: d.ID, width: int32(nameWidth(d.Name)), visible: visible, kind: d.Content.Kind}
-	if format == FormatJSON {
-		b := append([]byte(nil), `,"channel":`...)
-		b = textfmt.AppendJSONString(b, d.Name, true)
-		b = append(b, `,"channel_id":`...)
-		b = strconv.AppendUint(b, uint64(d.ID), 10)
-		b = append(b, `,"content":`...)
-		ci.json = string(textfmt.AppendJSONString(b, d.Content.Kind.String(), true))
-	}
 	return ci
+}
+
+// jsonPart returns the channel's members of a --json object, made at the
+// first frame that needs them: a catalog of 140 000 channels, of which a
+// few write, then costs no string a channel (9 MB).
+func (ci *chanInfo) jsonPart() string {
+	if ci.json == "" {
+		b := append([]byte(nil), `,"channel":`...)
+		b = textfmt.AppendJSONString(b, ci.name, true)
+		b = append(b, `,"channel_id":`...)
+		b = strconv.AppendUint(b, uint64(ci.id), 10)
+		b = append(b, `,"content":`...)
+		ci.json = string(textfmt.AppendJSONString(b, ci.kind.String(), true))
+	}
+	return ci.json
 }
 
 // channel returns what is known of channel id, nil if it has no
@@ -154,24 +162,10 @@ func (st *streamInfo) terminal(ci *chanInfo) bool {
 		if label, ok := strings.CutSuffix(ci.name, ".stdout"); ok && ci.kind == frames.KindTextStream && strings.HasPrefix(label, "proc.") {
 			ci.tty = 2
 			stderr := label + ".stderr"
-			st.eachChannel(func(o *chanInfo) {
-				if o.name == stderr {
-					ci.tty = 1
-				}
-			})
+			if st.decl.hasName(stderr) {
+				ci.tty = 1
+			}
 		}
 	}
 	return ci.tty == 2
-}
-
-// eachChannel calls f with each channel declared, in no set order.
-func (st *streamInfo) eachChannel(f func(*chanInfo)) {
-	for _, ci := range st.chans {
-		if ci != nil {
-			f(ci)
-		}
-	}
-	for _, ci := range st.big {
-		f(ci)
-	}
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"hash/maphash"
 	"io"
+	"slices"
 	"unicode"
 	"unicode/utf8"
 
@@ -32,8 +34,14 @@ type Header struct {
 	// Stream describes the segment's stream.
 	Stream frames.StreamDescriptor
 	// Channels is the full catalog known when the segment started, each
-	// descriptor of Stream.Stream.
+	// descriptor of Stream.Stream; nil when CatalogRepeated.
 	Channels []frames.ChannelDescriptor
+	// CatalogRepeated, set only by [ParseHeaderRepeats], says that the
+	// header's catalog is, byte for byte, that of the last large header
+	// parsed before it with the same [CatalogMemo] (same stream too): it
+	// declares nothing new, and Channels is left nil, not decoded again.
+	// AppendHeader ignores it.
+	CatalogRepeated bool
 }
 
 // Seed returns the record CRC seed of the segment: [Seed](h.SegmentID).
@@ -47,34 +55,38 @@ func (h *Header) Seed() uint32 { return Seed(h.SegmentID) }
 // encoded header contains [Magic] after its first byte ([ErrMagicInHeader];
 // another SegmentID fixes that).
 func AppendHeader(dst []byte, h *Header) ([]byte, error) {
-	if !utf8.ValidString(h.Writer) || containsControl(h.Writer) {
-		return dst, fmt.Errorf("wireformat: writer identity %q must be UTF-8 without control characters", h.Writer)
-	}
-	for i := range h.Channels {
-		if h.Channels[i].Stream != h.Stream.Stream {
-			return dst, fmt.Errorf("%w: channel %d is of %s, header stream is %s", ErrWrongStream, h.Channels[i].ID, h.Channels[i].Stream, h.Stream.Stream)
-		}
+	if err := checkHeaderFields(h); err != nil {
+		return dst, err
 	}
 	stream, err := json.Marshal(h.Stream)
 	if err != nil {
 		return dst, fmt.Errorf("wireformat: encode stream descriptor: %w", err)
 	}
-	channels := h.Channels
-	if channels == nil {
-		channels = []frames.ChannelDescriptor{}
-	}
-	catalog, err := json.Marshal(channels)
-	if err != nil {
-		return dst, fmt.Errorf("wireformat: encode catalog: %w", err)
-	}
 	start := len(dst)
+	dst = slices.Grow(dst, HeaderOverhead+8+2*binary.MaxVarintLen64+len(h.Writer)+len(stream)+catalogEstimate(h.Channels))
 	dst = append(dst, Magic...)
 	dst = append(dst, MajorVersion, MinorVersion, 0, 0, 0, 0)
 	dst = append(dst, h.SegmentID[:]...)
 	dst = binary.AppendUvarint(dst, h.Seq)
 	dst = appendString(dst, h.Writer)
 	dst = appendString(dst, string(stream))
-	dst = appendString(dst, string(catalog))
+	// The catalog is encoded in place, a descriptor at a time, after room
+	// for its length, then moved down to follow the length as encoded:
+	// a 16 MiB catalog is never held twice.
+	room := len(dst)
+	dst = append(dst, make([]byte, binary.MaxVarintLen32)...)
+	if dst, err = appendCatalog(dst, h.Channels); err != nil {
+		return dst[:start], fmt.Errorf("wireformat: encode catalog: %w", err)
+	}
+	catalogLen := len(dst) - room - binary.MaxVarintLen32
+	if catalogLen > MaxHeaderSize {
+		return dst[:start], fmt.Errorf("%w: header body of more than %d bytes (at most %d)", ErrTooLarge, catalogLen, MaxHeaderSize)
+	}
+	var lenBuf [binary.MaxVarintLen32]byte
+	k := binary.PutUvarint(lenBuf[:], uint64(catalogLen))
+	copy(dst[room:], lenBuf[:k])
+	copy(dst[room+k:], dst[room+binary.MaxVarintLen32:])
+	dst = dst[:room+k+catalogLen]
 	n := len(dst) - start - HeaderPrefixSize
 	if n > MaxHeaderSize {
 		return dst[:start], fmt.Errorf("%w: header body of %d bytes (at most %d)", ErrTooLarge, n, MaxHeaderSize)
@@ -85,6 +97,94 @@ func AppendHeader(dst []byte, h *Header) ([]byte, error) {
 		return dst[:start], ErrMagicInHeader
 	}
 	return dst, nil
+}
+
+// CheckHeader reports the error [AppendHeader] would return for h, but
+// [ErrMagicInHeader] (which depends on the segment id): a descriptor of
+// another stream, a bad writer identity, a descriptor that does not
+// encode, or a body over [MaxHeaderSize]. It encodes one descriptor at a
+// time, so that checking a 16 MiB catalog holds next to nothing.
+func CheckHeader(h *Header) error {
+	if err := checkHeaderFields(h); err != nil {
+		return err
+	}
+	stream, err := json.Marshal(h.Stream)
+	if err != nil {
+		return fmt.Errorf("wireformat: encode stream descriptor: %w", err)
+	}
+	catalogLen := 2 + max(0, len(h.Channels)-1) // brackets and commas
+	var b []byte
+	for i := range h.Channels {
+		if b, err = appendChannel(b[:0], &h.Channels[i]); err != nil {
+			return fmt.Errorf("wireformat: encode catalog: %w", err)
+		}
+		if catalogLen += len(b); catalogLen > MaxHeaderSize {
+			break
+		}
+	}
+	n := 8 + uvarintLen(h.Seq) + uvarintLen(uint64(len(h.Writer))) + len(h.Writer) +
+		uvarintLen(uint64(len(stream))) + len(stream) + uvarintLen(uint64(catalogLen)) + catalogLen
+	if n > MaxHeaderSize {
+		return fmt.Errorf("%w: header body of %d bytes or more (at most %d)", ErrTooLarge, n, MaxHeaderSize)
+	}
+	return nil
+}
+
+// checkHeaderFields checks the fields of h that need no encoding.
+func checkHeaderFields(h *Header) error {
+	if !utf8.ValidString(h.Writer) || containsControl(h.Writer) {
+		return fmt.Errorf("wireformat: writer identity %q must be UTF-8 without control characters", h.Writer)
+	}
+	for i := range h.Channels {
+		if h.Channels[i].Stream != h.Stream.Stream {
+			return fmt.Errorf("%w: channel %d is of %s, header stream is %s", ErrWrongStream, h.Channels[i].ID, h.Channels[i].Stream, h.Stream.Stream)
+		}
+	}
+	return nil
+}
+
+// catalogEstimate returns about the bytes of the JSON of channels: their
+// strings and 128 bytes of the rest each (its longest spelling is 119),
+// so that a header is encoded with one allocation unless its strings need
+// escaping.
+func catalogEstimate(channels []frames.ChannelDescriptor) int {
+	n := 2
+	for i := range channels {
+		d := &channels[i]
+		n += 128 + len(d.Name) + len(d.Stream.Node)
+		if d.Label != nil {
+			n += len(*d.Label)
+		}
+		if d.Content.Schema != nil {
+			n += len(*d.Content.Schema)
+		}
+	}
+	return n
+}
+
+// appendCatalog appends the JSON array of channels, spelled as
+// json.Marshal spells it ("[]" for none), one descriptor at a time.
+func appendCatalog(dst []byte, channels []frames.ChannelDescriptor) ([]byte, error) {
+	dst = append(dst, '[')
+	var err error
+	for i := range channels {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if dst, err = appendChannel(dst, &channels[i]); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, ']'), nil
+}
+
+// appendChannel appends d as json.Marshal spells it in an array.
+func appendChannel(dst []byte, d *frames.ChannelDescriptor) ([]byte, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
 }
 
 func containsControl(s string) bool {
@@ -113,7 +213,55 @@ func appendString(dst []byte, s string) []byte {
 // If b ends before the header does, ParseHeader returns io.ErrUnexpectedEOF
 // and n is the length the header needs: exact once b holds the 14-byte
 // prefix, a lower bound before. The returned Header does not alias b.
-func ParseHeader(b []byte) (h Header, n int, err error) { return parseHeader(b, false) }
+func ParseHeader(b []byte) (h Header, n int, err error) { return parseHeader(b, false, nil) }
+
+// ParseHeaderRepeats is [ParseHeader] for a reader of consecutive
+// headers whose consumer keeps what each header declared (the first
+// declaration of a channel wins): a header whose catalog is large (at
+// least 64 KiB) and the same, byte for byte, as that of the last large
+// header parsed with m, of the same stream, is returned with
+// CatalogRepeated set and Channels nil, its catalog not decoded again.
+// ds writers repeat the full catalog in every segment: a reader of a
+// capture of 16 MiB headers then holds one decoded catalog at a time
+// (about 11 MB for 120 000 channels), not a new one beside the old, and
+// decodes it once. m may be nil (ParseHeader).
+func ParseHeaderRepeats(b []byte, m *CatalogMemo) (h Header, n int, err error) {
+	return parseHeader(b, false, m)
+}
+
+// CatalogMemo is what [ParseHeaderRepeats] remembers of the last large
+// catalog it decoded: its stream, length and a 128-bit hash of its bytes,
+// keyed at random per memo, so that no crafted input can aim at a
+// collision. It holds no descriptor. The zero value is an empty memo; it
+// is not safe for concurrent use.
+type CatalogMemo struct {
+	seeds  [2]maphash.Seed
+	seeded bool
+	size   int
+	sum    [2]uint64
+	stream frames.StreamID
+}
+
+// minMemoCatalog is the catalog size, in bytes, from which a CatalogMemo
+// remembers a catalog: below it, decoding is cheaper than telling.
+const minMemoCatalog = 64 << 10
+
+// repeats reports whether catalog, of stream s, is the remembered one,
+// and remembers it otherwise.
+func (m *CatalogMemo) repeats(catalog []byte, s frames.StreamID) bool {
+	if !m.seeded {
+		m.seeds, m.seeded = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, true
+	}
+	sum := [2]uint64{maphash.Bytes(m.seeds[0], catalog), maphash.Bytes(m.seeds[1], catalog)}
+	if m.size == len(catalog) && m.sum == sum && m.stream == s {
+		return true
+	}
+	m.size, m.sum, m.stream = len(catalog), sum, s
+	return false
+}
+
+// forget drops what m remembers (a catalog that did not decode).
+func (m *CatalogMemo) forget() { m.size = 0 }
 
 // ParseHeaderStream is [ParseHeader] for a caller that needs to know only
 // which stream a segment is of: it checks the same (the catalog's syntax
@@ -121,9 +269,9 @@ func ParseHeader(b []byte) (h Header, n int, err error) { return parseHeader(b, 
 // catalog (Writer "", Channels nil). A walk over a file's segments then
 // does not decode a catalog of 140 000 channels (13 MiB of heap) to learn
 // the stream id.
-func ParseHeaderStream(b []byte) (h Header, n int, err error) { return parseHeader(b, true) }
+func ParseHeaderStream(b []byte) (h Header, n int, err error) { return parseHeader(b, true, nil) }
 
-func parseHeader(b []byte, streamOnly bool) (h Header, n int, err error) {
+func parseHeader(b []byte, streamOnly bool, memo *CatalogMemo) (h Header, n int, err error) {
 	m := min(len(b), len(Magic))
 	if string(b[:m]) != Magic[:m] {
 		return Header{}, 0, ErrBadMagic
@@ -145,7 +293,7 @@ func parseHeader(b []byte, streamOnly bool) (h Header, n int, err error) {
 	if crc32.Checksum(b[:n-4], castagnoli) != binary.LittleEndian.Uint32(b[n-4:]) {
 		return Header{}, 0, fmt.Errorf("%w (segment header)", ErrChecksum)
 	}
-	h, err = parseHeaderBody(b[HeaderPrefixSize:n-4], streamOnly)
+	h, err = parseHeaderBody(b[HeaderPrefixSize:n-4], streamOnly, memo)
 	if err != nil {
 		return Header{}, 0, err
 	}
@@ -160,7 +308,7 @@ func versionError(major byte) error {
 	return fmt.Errorf("%w: major version %d", ErrUnknownVersion, major)
 }
 
-func parseHeaderBody(body []byte, streamOnly bool) (Header, error) {
+func parseHeaderBody(body []byte, streamOnly bool, m *CatalogMemo) (Header, error) {
 	var h Header
 	if len(body) < len(h.SegmentID) {
 		return Header{}, fmt.Errorf("%w: header body of %d bytes has no segment id", ErrBadBody, len(body))
@@ -193,6 +341,24 @@ func parseHeaderBody(body []byte, streamOnly bool) (Header, error) {
 	if streamOnly {
 		return h, nil
 	}
+	if m == nil || len(catalog) < minMemoCatalog {
+		return h, decodeCatalog(&h, catalog)
+	}
+	if m.repeats(catalog, h.Stream.Stream) {
+		h.CatalogRepeated = true
+		return h, nil
+	}
+	if err := decodeCatalog(&h, catalog); err != nil {
+		m.forget()
+		return Header{}, err
+	}
+	return h, nil
+}
+
+// decodeCatalog decodes catalog, a header's catalog field, into
+// h.Channels; h.Stream must be set (each descriptor must be of its
+// stream).
+func decodeCatalog(h *Header, catalog []byte) error {
 	if len(catalog) > 64<<10 {
 		// A large catalog is decoded into a slice of its size: grown
 		// by append, a 16 MiB catalog's slice would hold its old copies
@@ -203,17 +369,17 @@ func parseHeaderBody(body []byte, streamOnly bool) (Header, error) {
 	}
 	if chans, ok := fastCatalog(h.Channels, catalog, h.Stream.Stream); ok {
 		h.Channels = chans
-		return h, nil
+		return nil
 	}
 	if err := json.Unmarshal(catalog, &h.Channels); err != nil {
-		return Header{}, fmt.Errorf("%w: header catalog: %w", ErrBadBody, err)
+		return fmt.Errorf("%w: header catalog: %w", ErrBadBody, err)
 	}
 	for _, c := range h.Channels {
 		if c.Stream != h.Stream.Stream {
-			return Header{}, fmt.Errorf("%w: %w: header channel %d is of %s, header stream is %s", ErrBadBody, ErrWrongStream, c.ID, c.Stream, h.Stream.Stream)
+			return fmt.Errorf("%w: %w: header channel %d is of %s, header stream is %s", ErrBadBody, ErrWrongStream, c.ID, c.Stream, h.Stream.Stream)
 		}
 	}
-	return h, nil
+	return nil
 }
 
 // AppendHeaderCopy appends the HeaderCopy record (ds-format(5)
@@ -261,7 +427,7 @@ func ParseHeaderCopy(body []byte) (Header, error) {
 	if body[0] != MajorVersion {
 		return Header{}, versionError(body[0])
 	}
-	h, err := parseHeaderBody(body[2:], false)
+	h, err := parseHeaderBody(body[2:], false, nil)
 	if err != nil {
 		return Header{}, err
 	}

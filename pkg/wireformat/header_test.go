@@ -3,9 +3,12 @@ package wireformat
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -166,7 +169,156 @@ func TestAppendHeaderErrors(t *testing.T) {
 			if string(got) != "keep" {
 				t.Errorf("dst changed to %q", got)
 			}
+			// CheckHeader finds the same, but the magic (it draws no id).
+			err = CheckHeader(&tt.h)
+			if errors.Is(tt.wantErr, ErrMagicInHeader) {
+				if err != nil {
+					t.Errorf("CheckHeader: %v, want nil", err)
+				}
+			} else if err == nil || (tt.wantErr != nil && !errors.Is(err, tt.wantErr)) {
+				t.Errorf("CheckHeader: %v, want %v", err, tt.wantErr)
+			}
 		})
+	}
+}
+
+// wideCatalog returns n descriptors of stream s spelled every way a
+// catalog can be: JSON escapes, HTML characters, labels, schemas.
+func wideCatalog(s frames.StreamID, n int) []frames.ChannelDescriptor {
+	label, schema, odd := "a <b> & \"c\"", "host.cpu.v1", "line\u2028sep\x00\u00e9\U0001F600"
+	contents := []frames.ChannelContent{frames.Bytes(), frames.TextStream(), {Kind: frames.KindJSONRecord}, {Kind: frames.KindJSONRecord, Schema: &schema}}
+	cat := make([]frames.ChannelDescriptor, n)
+	for i := range cat {
+		cat[i] = frames.ChannelDescriptor{Stream: s, ID: frames.ChannelID(i + 1), Name: fmt.Sprintf("proc.job-%d.stdout", i), Content: contents[i%len(contents)]}
+		switch i % 5 {
+		case 1:
+			cat[i].Label = &label
+		case 2:
+			cat[i].Name = odd
+		}
+	}
+	return cat
+}
+
+// TestAppendHeaderSpelling: the catalog, encoded a descriptor at a time
+// in place, is byte for byte what json.Marshal of the whole slice spells
+// (as ds wrote it before), for catalogs empty, nil, small and wide, with
+// the length prefix at each of its sizes (1 to 4 bytes).
+func TestAppendHeaderSpelling(t *testing.T) {
+	s := frames.StreamID{Node: "n<1>", Life: 7}
+	for _, n := range []int{0, 1, 2, 5, 100, 1000, 50_000} {
+		for _, nilCat := range []bool{false, true} {
+			if nilCat && n > 0 {
+				continue
+			}
+			h := Header{SegmentID: [8]byte{1, 2, 3}, Seq: 3, Writer: "ds test", Stream: frames.StreamDescriptor{Stream: s}, Channels: wideCatalog(s, n)}
+			if nilCat {
+				h.Channels = nil
+			}
+			got, err := AppendHeader([]byte("prefix"), &h)
+			if err != nil {
+				t.Fatalf("%d channels: %v", n, err)
+			}
+			want := oldAppendHeader(t, []byte("prefix"), &h)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%d channels (nil %v): %d bytes, want %d as json.Marshal spells them", n, nilCat, len(got), len(want))
+			}
+			back, size, err := ParseHeader(got[len("prefix"):])
+			if err != nil || size != len(got)-len("prefix") || len(back.Channels) != n {
+				t.Fatalf("%d channels: parsed back %d channels, size %d, %v", n, len(back.Channels), size, err)
+			}
+			if n > 0 && !cmp.Equal(back.Channels, h.Channels) {
+				t.Fatalf("%d channels: parsed back other descriptors", n)
+			}
+			if err := CheckHeader(&h); err != nil {
+				t.Fatalf("CheckHeader: %v", err)
+			}
+		}
+	}
+}
+
+// oldAppendHeader is AppendHeader as it was, the catalog marshaled whole.
+func oldAppendHeader(t *testing.T, dst []byte, h *Header) []byte {
+	t.Helper()
+	stream, err := json.Marshal(h.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	channels := h.Channels
+	if channels == nil {
+		channels = []frames.ChannelDescriptor{}
+	}
+	catalog, err := json.Marshal(channels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(dst, rawHeader(MajorVersion, MinorVersion, headerBody(h.SegmentID, h.Seq, h.Writer, string(stream), string(catalog)))...)
+}
+
+// TestAppendHeaderTooLargeAtTheEdge: a catalog whose body is just at
+// MaxHeaderSize encodes; one byte more is ErrTooLarge, for AppendHeader
+// and CheckHeader alike.
+func TestAppendHeaderTooLargeAtTheEdge(t *testing.T) {
+	s := frames.StreamID{Node: "n1", Life: 7}
+	h := Header{Writer: "w", Stream: frames.StreamDescriptor{Stream: s}, Channels: []frames.ChannelDescriptor{{Stream: s, ID: 1, Content: frames.Bytes()}}}
+	b, err := AppendHeader(nil, &h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := len(b) - HeaderOverhead
+	// Lengthen the name until the body is MaxHeaderSize (the catalog's
+	// length prefix grows from 1 to 4 bytes on the way: adjust for it).
+	h.Channels[0].Name = strings.Repeat("x", MaxHeaderSize-body)
+	for {
+		b, err = AppendHeader(nil, &h)
+		if err == nil || !errors.Is(err, ErrTooLarge) {
+			break
+		}
+		h.Channels[0].Name = h.Channels[0].Name[1:]
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(b) - HeaderOverhead; got != MaxHeaderSize {
+		t.Fatalf("body of %d bytes, want %d", got, MaxHeaderSize)
+	}
+	if err := CheckHeader(&h); err != nil {
+		t.Fatalf("CheckHeader at the limit: %v", err)
+	}
+	h.Channels[0].Name += "x"
+	if _, err := AppendHeader(nil, &h); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("one byte over: %v, want ErrTooLarge", err)
+	}
+	if err := CheckHeader(&h); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("CheckHeader one byte over: %v, want ErrTooLarge", err)
+	}
+}
+
+// TestAppendHeaderMemory: encoding a catalog of 100 000 descriptors
+// allocates about the header once (it marshaled the catalog whole, then
+// copied it twice: 4× the header, 64 MB for a 16 MiB one), and checking
+// it allocates next to nothing that lives.
+func TestAppendHeaderMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100 000 descriptors")
+	}
+	s := frames.StreamID{Node: "wide", Life: 1}
+	h := Header{Writer: "w", Stream: frames.StreamDescriptor{Stream: s}, Channels: wideCatalog(s, 100_000)}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b, err := AppendHeader(nil, &h)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := len(b)
+	// Every descriptor's json.Marshal allocates a small result, garbage
+	// at once: only objects over 32 KiB count.
+	large := largeAllocated(&before, &after)
+	t.Logf("header of %d bytes: %d bytes allocated in objects over 32 KiB", size, large)
+	if large > uint64(size)*5/4 {
+		t.Errorf("%d bytes allocated in large objects for a header of %d, want at most 1.25×", large, size)
 	}
 }
 
@@ -189,4 +341,82 @@ func TestHeaderMagicOnlyAtStart(t *testing.T) {
 			t.Fatalf("id % x: magic inside header", h.SegmentID)
 		}
 	}
+}
+
+// TestParseHeaderRepeats: a large catalog that repeats, byte for byte and
+// of the same stream, the last one decoded with the memo is not decoded
+// again (CatalogRepeated, Channels nil); another catalog, another stream,
+// a small catalog or a nil memo decode as ParseHeader does, and a catalog
+// that fails to decode is not remembered.
+func TestParseHeaderRepeats(t *testing.T) {
+	s1, s2 := frames.StreamID{Node: "n1", Life: 7}, frames.StreamID{Node: "n2", Life: 7}
+	header := func(s frames.StreamID, channels int, seq uint64) []byte {
+		h := Header{SegmentID: [8]byte{byte(seq)}, Seq: seq, Writer: "w", Stream: frames.StreamDescriptor{Stream: s}}
+		for i := range channels {
+			h.Channels = append(h.Channels, frames.ChannelDescriptor{Stream: s, ID: frames.ChannelID(i + 1), Name: strings.Repeat("c", 20) + string(rune('a'+i%26)), Content: frames.TextStream()})
+		}
+		b, err := AppendHeader(nil, &h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var m CatalogMemo
+	parse := func(b []byte, memo *CatalogMemo) Header {
+		t.Helper()
+		h, n, err := ParseHeaderRepeats(b, memo)
+		if err != nil || n != len(b) {
+			t.Fatalf("%v, %d of %d bytes", err, n, len(b))
+		}
+		return h
+	}
+	big, small := 2000, 10 // about 160 KB and 800 bytes of catalog
+	for _, c := range []struct {
+		name     string
+		b        []byte
+		memo     *CatalogMemo
+		repeated bool
+	}{
+		{"first", header(s1, big, 0), &m, false},
+		{"repeated", header(s1, big, 1), &m, true},
+		{"again", header(s1, big, 2), &m, true},
+		{"no memo", header(s1, big, 3), nil, false},
+		{"other stream", header(s2, big, 4), &m, false},
+		{"back to the first", header(s1, big, 5), &m, false},
+		{"one channel more", header(s1, big+1, 6), &m, false},
+		{"small", header(s1, small, 7), &m, false},
+		{"small again", header(s1, small, 8), &m, false},
+	} {
+		h := parse(c.b, c.memo)
+		want, _, _ := ParseHeader(c.b)
+		if h.CatalogRepeated != c.repeated {
+			t.Errorf("%s: CatalogRepeated %v, want %v", c.name, h.CatalogRepeated, c.repeated)
+		}
+		if c.repeated {
+			want.Channels, want.CatalogRepeated = nil, true
+		}
+		if diff := cmp.Diff(want, h); diff != "" {
+			t.Errorf("%s: (-ParseHeader +ParseHeaderRepeats):\n%s", c.name, diff)
+		}
+	}
+	// A catalog that does not decode is not remembered: the same bytes
+	// again fail again, never pass as repeated.
+	var bad CatalogMemo
+	catalog := "[" + strings.Repeat(`{"stream":{"node":"n1","life":7},"id":1,"name":"x","label":null,"content":{"kind":"TextStream"}},`, 1000) + `{"id":}]`
+	b := rawHeader(MajorVersion, MinorVersion, headerBody([8]byte{9}, 0, "w", exStreamJSON, catalog))
+	for i := range 2 {
+		if _, _, err := ParseHeaderRepeats(b, &bad); !errors.Is(err, ErrBadBody) {
+			t.Errorf("bad catalog, try %d: %v, want ErrBadBody", i, err)
+		}
+	}
+}
+
+// largeAllocated returns the bytes allocated between two MemStats in
+// objects larger than the largest size class (32 KiB).
+func largeAllocated(before, after *runtime.MemStats) uint64 {
+	small := uint64(0)
+	for i := range after.BySize {
+		small += uint64(after.BySize[i].Size) * (after.BySize[i].Mallocs - before.BySize[i].Mallocs)
+	}
+	return after.TotalAlloc - before.TotalAlloc - small
 }
