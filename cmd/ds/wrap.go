@@ -138,11 +138,14 @@ system" in ds-format(5)); what came after is lost.
 
 Captures written to files are zstd-compressed by default (--compress
 auto); a capture written to stdout, a pipe or a device is not, unless
-asked. A command that writes faster than zstd compresses on this
-machine's cores (cat of a large cached file: about 1 GB/s on two cores)
-gets the blocks zstd cannot keep up with stored uncompressed, in the same
-capture, rather than its output dropped: such a capture can be several
-times larger than zstd -3 of the text. With --backpressure every block is
+asked. Blocks are compressed at zstd's default level (about zstd -3)
+while compression keeps up, at its fastest level when it falls behind,
+and with S2 (about four times as fast, 1.5 times the size) after that. A
+command that writes faster still (cat of a large cached file: about
+1 GB/s on two cores) gets the blocks that cannot be compressed in time
+stored uncompressed, in the same capture, rather than its output
+dropped: such a capture can be two or three times larger than zstd -3 of
+the text (see ds-format(5), "Block"). With --backpressure every block is
 compressed, and the command runs at the speed of compression.
 
 With -o - the capture goes to stdout and CMD's stdout is not passed through.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -509,3 +510,200 @@ func TestWriterRotationAge(t *testing.T) {
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// blockCodecs returns the codec byte of each Block record of a capture,
+// in order, and the number of frames stored as plain records.
+func blockCodecs(t *testing.T, data []byte) (codecs []byte, plain int) {
+	t.Helper()
+	var seed uint32
+	for b := data; len(b) > 0; {
+		if bytes.HasPrefix(b, []byte(wireformat.Magic)) {
+			h, n, err := wireformat.ParseHeader(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seed, b = h.Seed(), b[n:]
+			continue
+		}
+		rec, n, err := wireformat.ParseRecord(b, seed, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch rec.Type {
+		case wireformat.TypeBlock:
+			codecs = append(codecs, rec.Body[0])
+		case wireformat.TypeFrame:
+			plain++
+		}
+		b = b[n:]
+	}
+	return codecs, plain
+}
+
+// TestWriterCodecChoice: a writer that never waits on compression
+// (StoreWhenBusy) compresses with zstd's default level while it keeps up
+// (seq(1)'s output: far smaller than the fastest level makes it), sends
+// blocks to S2 while busyBlocks are being compressed with zstd, stores
+// them plain while Busy says its producer falls behind, and waits once
+// busyBlocks+storedBlocks are pending; every frame reads back, whatever
+// its block's codec.
+func TestWriterCodecChoice(t *testing.T) {
+	const blockSize = 64 << 10
+	seqFrame := func(i int) frames.Frame {
+		return frames.Frame{Channel: 2, Position: frames.Position(i), Payload: strconv.AppendInt(nil, int64(i+1), 10)}
+	}
+	// write writes the next n seq frames, counting them in *next.
+	writeN := func(w *Writer, next *int, n int) error {
+		for range n {
+			if err := w.WriteFrame(seqFrame(*next)); err != nil {
+				return err
+			}
+			*next++
+		}
+		return nil
+	}
+	write := func(t *testing.T, w *Writer, next *int, n int) {
+		t.Helper()
+		if err := writeN(w, next, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("keeping up: zstd's default level", func(t *testing.T) {
+		// seq(1)'s output as ds wrap reads it: 1000 lines a frame.
+		lines := func(i int) frames.Frame {
+			var p []byte
+			for k := i*1000 + 1; k <= (i+1)*1000; k++ {
+				p = strconv.AppendInt(p, int64(k), 10)
+				p = append(p, '\n')
+			}
+			return frames.Frame{Channel: 2, Position: frames.Position(i), Payload: p}
+		}
+		capture := func(opts WriterOptions) []byte {
+			var buf bytes.Buffer
+			opts.Compression, opts.BlockSize, opts.Rand = CompressZstd, blockSize, detRand(1)
+			w, err := NewWriter(&buf, descS, []frames.ChannelDescriptor{c2}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 100 {
+				if err := w.WriteFrame(lines(i)); err != nil {
+					t.Fatal(err)
+				}
+				if i%10 == 9 {
+					if err := w.Flush(); err != nil { // each block done before the next
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return buf.Bytes()
+		}
+		data, fast := capture(WriterOptions{StoreWhenBusy: true}), capture(WriterOptions{})
+		codecs, plain := blockCodecs(t, data)
+		t.Logf("100 000 lines of seq: %d bytes at the default level, %d at the fastest (%d blocks)", len(data), len(fast), len(codecs))
+		if plain != 0 || bytes.ContainsFunc(codecs, func(r rune) bool { return r != wireformat.CodecZstd }) {
+			t.Fatalf("codecs %v, %d plain frames, want zstd only", codecs, plain)
+		}
+		if len(data)*2 > len(fast) {
+			t.Errorf("%d bytes, want under half of the fastest level's %d", len(data), len(fast))
+		}
+		res := readAll(t, data, ReaderOptions{})
+		i := 0
+		for _, e := range res.entries {
+			if e.Kind == EntryFrame {
+				if !bytes.Equal(e.Frame.Payload, lines(i).Payload) {
+					t.Fatalf("frame %d differs", i)
+				}
+				i++
+			}
+		}
+		if i != 100 || len(res.corrupt) != 0 {
+			t.Fatalf("%d frames read back, damage %v", i, res.corrupt)
+		}
+	})
+
+	t.Run("behind: S2, then plain, then waiting", func(t *testing.T) {
+		// zstd compression is held back until release is closed: its
+		// blocks stay in flight, as on a machine whose cores are busy.
+		release := make(chan struct{})
+		orig := compressBlock
+		compressBlock = func(dst, content []byte, c wireformat.BlockCodec) ([]byte, error) {
+			if c != wireformat.BlockS2 {
+				<-release
+			}
+			return orig(dst, content, c)
+		}
+		defer func() { compressBlock = orig }()
+		var busy atomic.Bool
+		var buf bytes.Buffer
+		w, err := NewWriter(&buf, descS, []frames.ChannelDescriptor{c2}, WriterOptions{Compression: CompressZstd, StoreWhenBusy: true, Busy: busy.Load, BlockSize: blockSize, Rand: detRand(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := 0
+		// A block is about 9 000 of these frames (7 bytes of record
+		// each); busyBlocks of them go to zstd and stay there.
+		write(t, w, &next, (busyBlocks+2)*9_500)
+		if n := len(w.pending); n < busyBlocks+1 {
+			t.Fatalf("%d blocks pending, want more than %d", n, busyBlocks)
+		}
+		busy.Store(true)
+		write(t, w, &next, 2*9_500) // stored plain
+		busy.Store(false)
+		// Past the bound, closeBlock waits for the oldest zstd block:
+		// release it from another goroutine once the writer is stuck.
+		done := make(chan error)
+		go func() { done <- writeN(w, &next, (storedBlocks+2)*9_500) }()
+		select {
+		case <-done:
+			t.Fatal("the writer did not wait with busyBlocks+storedBlocks blocks pending")
+		case <-time.After(100 * time.Millisecond): // a floor: waiting is what is checked
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		codecs, plain := blockCodecs(t, buf.Bytes())
+		t.Logf("codecs %v, %d frames plain", codecs, plain)
+		if len(codecs) < busyBlocks+2 || bytes.Count(codecs, []byte{wireformat.CodecS2}) == 0 {
+			t.Errorf("codecs %v: want zstd, then S2", codecs)
+		}
+		for i := range busyBlocks {
+			if codecs[i] != wireformat.CodecZstd {
+				t.Errorf("block %d: codec %d, want zstd (%v)", i, codecs[i], codecs)
+			}
+		}
+		if plain == 0 {
+			t.Error("no frame stored plain while Busy")
+		}
+		checkSeq(t, buf.Bytes(), next)
+	})
+}
+
+// checkSeq checks that a capture holds exactly seq frames 0..n-1.
+func checkSeq(t *testing.T, data []byte, n int) {
+	t.Helper()
+	res := readAll(t, data, ReaderOptions{})
+	if len(res.corrupt) != 0 {
+		t.Fatalf("damage: %v", res.corrupt)
+	}
+	i := 0
+	for _, e := range res.entries {
+		if e.Kind != EntryFrame {
+			continue
+		}
+		if e.Frame.Position != frames.Position(i) || string(e.Frame.Payload) != strconv.Itoa(i+1) {
+			t.Fatalf("frame %d: position %d, payload %q", i, e.Frame.Position, e.Frame.Payload)
+		}
+		i++
+	}
+	if i != n {
+		t.Fatalf("%d frames read back, want %d", i, n)
+	}
+}

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
@@ -79,6 +81,57 @@ func blockBody(size uint64, compressed []byte) []byte {
 	return append(binary.AppendUvarint([]byte{CodecZstd}, size), compressed...)
 }
 
+func s2Body(size uint64, compressed []byte) []byte {
+	return append(binary.AppendUvarint([]byte{CodecS2}, size), compressed...)
+}
+
+// TestBlockCodecs: every codec and level round-trips, blocks empty to
+// full, into a dst that has room and one that has not; zstd's default
+// level is the smallest and S2 the largest on repetitive text.
+func TestBlockCodecs(t *testing.T) {
+	seq := func(n int) []byte { // seq(1)'s output as one frame's payloads
+		var b []byte
+		for i := 0; len(b) < n; i++ {
+			f := frames.Frame{Channel: 1, Position: frames.Position(i), Payload: fmt.Appendf(nil, "%d\n", i+1)}
+			b = AppendInnerFrame(b, f, f.Position)
+		}
+		return b
+	}
+	for _, content := range [][]byte{nil, blockContent(1), blockContent(3000), seq(MaxBlockSize - 16)} {
+		sizes := map[BlockCodec]int{}
+		for _, c := range []BlockCodec{BlockZstdFast, BlockZstd, BlockS2} {
+			body, err := AppendBlockBodyWith([]byte("pre"), content, c)
+			if err != nil {
+				t.Fatalf("%v: %v", c, err)
+			}
+			body = body[3:]
+			wantCodec := byte(CodecZstd)
+			if c == BlockS2 {
+				wantCodec = CodecS2
+			}
+			if body[0] != wantCodec {
+				t.Fatalf("%v: codec %d", c, body[0])
+			}
+			sizes[c] = len(body)
+			for _, dst := range [][]byte{nil, make([]byte, 2, 2+len(content))} {
+				got, err := DecodeBlock(dst, body)
+				if err != nil {
+					t.Fatalf("%v, %d bytes: %v", c, len(content), err)
+				}
+				if !bytes.Equal(got[len(dst):], content) || !bytes.Equal(got[:len(dst)], dst) {
+					t.Fatalf("%v, %d bytes: content differs", c, len(content))
+				}
+			}
+		}
+		if len(content) > 1<<19 && !(sizes[BlockZstd] < sizes[BlockZstdFast] && sizes[BlockZstdFast] < sizes[BlockS2]) {
+			t.Errorf("%d bytes of seq: sizes %v, want zstd < zstd-fast < s2", len(content), sizes)
+		}
+	}
+	if _, err := AppendBlockBodyWith(nil, nil, BlockCodec(9)); err == nil {
+		t.Error("codec 9: no error")
+	}
+}
+
 func TestDecodeBlockErrors(t *testing.T) {
 	content := blockContent(10)
 	bomb := make([]byte, 8<<20) // 8 MiB of zeros: a few hundred bytes compressed
@@ -88,7 +141,7 @@ func TestDecodeBlockErrors(t *testing.T) {
 		wantErr error
 	}{
 		{name: "empty", body: nil, wantErr: ErrBadBody},
-		{name: "unknown codec", body: []byte{2, 0}, wantErr: ErrUnknownCodec},
+		{name: "unknown codec", body: []byte{3, 0}, wantErr: ErrUnknownCodec},
 		{name: "no size", body: []byte{CodecZstd}, wantErr: ErrBadBody},
 		{name: "size over max", body: blockBody(MaxBlockSize+1, nil), wantErr: ErrTooLarge},
 		{name: "not zstd", body: blockBody(5, []byte("hello")), wantErr: ErrBadBody},
@@ -98,6 +151,13 @@ func TestDecodeBlockErrors(t *testing.T) {
 		{name: "bomb", body: blockBody(MaxBlockSize, zstdFrame(t, bomb, false)), wantErr: ErrBadBody},
 		{name: "bomb with content size", body: blockBody(MaxBlockSize, zstdFrame(t, bomb, true)), wantErr: ErrBadBody},
 		{name: "cut", body: blockBody(uint64(len(content)), zstdFrame(t, content, true)[:20]), wantErr: ErrBadBody},
+		{name: "s2: not s2", body: s2Body(5, []byte("hello")), wantErr: ErrBadBody},
+		{name: "s2: shorter than stated", body: s2Body(uint64(len(content)+1), s2.Encode(nil, content)), wantErr: ErrBadBody},
+		{name: "s2: longer than stated", body: s2Body(uint64(len(content)-1), s2.Encode(nil, content)), wantErr: ErrBadBody},
+		{name: "s2: size over max", body: s2Body(MaxBlockSize+1, nil), wantErr: ErrTooLarge},
+		{name: "s2: its own size over max", body: s2Body(MaxBlockSize, s2.Encode(nil, bomb)), wantErr: ErrBadBody},
+		{name: "s2: cut", body: s2Body(uint64(len(content)), s2.Encode(nil, content)[:20]), wantErr: ErrBadBody},
+		{name: "s2: empty", body: s2Body(0, nil), wantErr: ErrBadBody},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

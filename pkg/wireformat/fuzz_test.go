@@ -181,6 +181,14 @@ func FuzzBlock(f *testing.F) {
 	f.Add(big[5 : len(big)-4])
 	f.Add([]byte{CodecZstd, 0})
 	f.Add([]byte{9, 1, 2})
+	for _, c := range []BlockCodec{BlockZstd, BlockS2} {
+		body, err := AppendBlockBodyWith(nil, blockContent(50), c)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(body)
+	}
+	f.Add([]byte{CodecS2, 0, 0})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		content, err := DecodeBlock(nil, body)
 		if err != nil {
