@@ -8,7 +8,6 @@ import (
 	"hash/crc32"
 	"hash/maphash"
 	"io"
-	"slices"
 	"unicode"
 	"unicode/utf8"
 
@@ -63,7 +62,7 @@ func AppendHeader(dst []byte, h *Header) ([]byte, error) {
 		return dst, fmt.Errorf("wireformat: encode stream descriptor: %w", err)
 	}
 	start := len(dst)
-	dst = slices.Grow(dst, HeaderOverhead+8+2*binary.MaxVarintLen64+len(h.Writer)+len(stream)+catalogEstimate(h.Channels))
+	dst = grow(dst, HeaderOverhead+8+2*binary.MaxVarintLen64+len(h.Writer)+len(stream)+catalogEstimate(h.Channels))
 	dst = append(dst, Magic...)
 	dst = append(dst, MajorVersion, MinorVersion, 0, 0, 0, 0)
 	dst = append(dst, h.SegmentID[:]...)

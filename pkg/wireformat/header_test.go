@@ -206,7 +206,7 @@ func wideCatalog(s frames.StreamID, n int) []frames.ChannelDescriptor {
 // the length prefix at each of its sizes (1 to 4 bytes).
 func TestAppendHeaderSpelling(t *testing.T) {
 	s := frames.StreamID{Node: "n<1>", Life: 7}
-	for _, n := range []int{0, 1, 2, 5, 100, 1000, 50_000} {
+	for _, n := range []int{0, 1, 2, 5, 100, 1000, 20_000} {
 		for _, nilCat := range []bool{false, true} {
 			if nilCat && n > 0 {
 				continue
@@ -266,17 +266,10 @@ func TestAppendHeaderTooLargeAtTheEdge(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := len(b) - HeaderOverhead
-	// Lengthen the name until the body is MaxHeaderSize (the catalog's
-	// length prefix grows from 1 to 4 bytes on the way: adjust for it).
-	h.Channels[0].Name = strings.Repeat("x", MaxHeaderSize-body)
-	for {
-		b, err = AppendHeader(nil, &h)
-		if err == nil || !errors.Is(err, ErrTooLarge) {
-			break
-		}
-		h.Channels[0].Name = h.Channels[0].Name[1:]
-	}
-	if err != nil {
+	// A name that makes the body MaxHeaderSize: the catalog's length
+	// prefix grows from 1 byte to 4 on the way.
+	h.Channels[0].Name = strings.Repeat("x", MaxHeaderSize-body-3)
+	if b, err = AppendHeader(nil, &h); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(b) - HeaderOverhead; got != MaxHeaderSize {
