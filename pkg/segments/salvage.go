@@ -46,6 +46,35 @@ func isFull(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG)
 }
 
+// salvageHeader handles the failed write of a streamed segment header
+// (Writer.streamHeader), of which n bytes reached w.w with err: on a full
+// file system, a regular file is cut back to where the header began, the
+// end of the last whole record before it. It returns the error the writer
+// keeps, as salvage does.
+func (w *Writer) salvageHeader(n int64, err error) error {
+	t, ok := w.w.(truncatable)
+	if !ok || !isFull(err) {
+		return err
+	}
+	if st, ok := w.w.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		if fi, serr := st.Stat(); serr != nil || !fi.Mode().IsRegular() {
+			return err
+		}
+	}
+	end, serr := t.Seek(0, io.SeekEnd)
+	if serr != nil || end < n {
+		return err
+	}
+	size := end - n
+	if terr := t.Truncate(size); terr != nil {
+		return fmt.Errorf("%w (and cutting the torn header off failed: %v)", err, terr)
+	}
+	if _, serr := t.Seek(size, io.SeekStart); serr != nil {
+		return fmt.Errorf("%w (and cutting the torn header off failed: %v)", err, serr)
+	}
+	return fmt.Errorf("%w: the file keeps what fit, %d bytes ending at a record boundary; what came after is lost", err, size)
+}
+
 // A salvaged is what [Writer.salvage] kept of the buffer whose write
 // failed.
 type salvaged struct {

@@ -810,7 +810,8 @@ func (pc *pendingChunk) discard() {
 // copied ([Writer.CopyBlock], which checks that the records it would
 // compress are the block's): the frames are not compressed again. The
 // caller holds the lock, and syncs (syncChunks) and installs
-// (installChunk) or discards the chunk.
+// (installChunk) or discards the chunk; channels, in the order of ids, is
+// the writer's from then on.
 func (s *Store) writeChunk(state *storedStream, channels []frames.ChannelDescriptor, frs []ingestFrame, ended bool) (*pendingChunk, error) {
 	pc := &pendingChunk{state: state, frames: uint64(len(frs)), ended: ended}
 	if len(frs) == 0 {
@@ -825,8 +826,10 @@ func (s *Store) writeChunk(state *storedStream, channels []frames.ChannelDescrip
 	if pc.tmp, err = os.CreateTemp(filepath.Join(s.dir, storeTmp), "chunk-*.tmp"); err != nil {
 		return nil, fmt.Errorf("segments: store: %w", err)
 	}
-	// The Writer buffers: it writes in pieces of 1 MiB.
-	w, err := NewWriter(pc.tmp, state.meta.Descriptor, channels, WriterOptions{Compression: CompressZstd, WriterID: storeWriterID})
+	// The Writer buffers: it writes in pieces of 1 MiB. It keeps channels
+	// (a fresh slice, Catalog.Descriptors), not a copy: a catalog of
+	// 120 000 channels is 8 MiB.
+	w, err := newWriter(pc.tmp, state.meta.Descriptor, channels, WriterOptions{Compression: CompressZstd, WriterID: storeWriterID}, true)
 	for i := 0; err == nil && i < len(frs); {
 		// A block is tried at its first frame only: each frame is looked
 		// at at most twice.

@@ -205,6 +205,8 @@ type Writer struct {
 
 	err    error // sticky
 	closed bool
+
+	hdrBuf []byte // streamHeader's pieces
 }
 
 // NewWriter returns a Writer of the stream desc to w, whose first segment
@@ -343,6 +345,16 @@ func (w *Writer) startSegment() error {
 		} else if _, err := io.ReadFull(w.opts.Rand, h.SegmentID[:]); err != nil {
 			return fmt.Errorf("segments: segment id: %w", err)
 		}
+		if wireformat.EstimateHeaderSize(&h) >= wireformat.StreamedHeaderSize {
+			// A header too large for a HeaderCopy (a catalog of tens of
+			// thousands of channels) goes straight to the output, in
+			// pieces, after what is buffered: it is never held whole.
+			err := w.streamHeader(&h)
+			if errors.Is(err, wireformat.ErrMagicInHeader) && try < 16 {
+				continue
+			}
+			return err
+		}
 		n := len(w.buf)
 		var err error
 		w.buf, err = wireformat.AppendHeader(w.buf, &h)
@@ -373,6 +385,52 @@ func (w *Writer) startSegment() error {
 		}
 		return err
 	}
+}
+
+// streamHeader writes the header h of a new segment straight to the
+// output (wireformat.WriteHeader), after the buffer, and starts the
+// segment. A full file system cuts the file back to where the header
+// began, as salvage does for a record.
+func (w *Writer) streamHeader(h *wireformat.Header) error {
+	if err := w.writeBuf(); err != nil {
+		return err
+	}
+	out := &writeErr{w: w.w}
+	n, buf, err := wireformat.WriteHeader(out, h, w.hdrBuf)
+	w.hdrBuf = buf
+	switch {
+	case out.err != nil:
+		w.err = fmt.Errorf("segments: write: %w", w.salvageHeader(n, out.err))
+		return w.err
+	case errors.Is(err, wireformat.ErrMagicInHeader):
+		return err
+	case err != nil:
+		return fmt.Errorf("segments: segment header: %w", err)
+	}
+	w.started, w.rotate, w.segEnded = true, false, false
+	w.segID, w.seed = h.SegmentID, h.Seed()
+	w.bufSeed = w.seed
+	w.segBytes, w.segContent, w.segStart = n, 0, w.opts.Now()
+	w.segHead = w.segBytes
+	w.seg.reset()
+	if cap(w.buf) > 4*writeChunk {
+		w.buf = make([]byte, 0, writeChunk)
+	}
+	return nil
+}
+
+// writeErr is an io.Writer that keeps the first error of the one it wraps.
+type writeErr struct {
+	w   io.Writer
+	err error
+}
+
+func (e *writeErr) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // endSegment appends the current segment's SegmentSummary. A summary too

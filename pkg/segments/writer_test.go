@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -705,5 +708,91 @@ func checkSeq(t *testing.T, data []byte, n int) {
 	}
 	if i != n {
 		t.Fatalf("%d frames read back, want %d", i, n)
+	}
+}
+
+// TestWriterStreamsLargeHeader: a header over StreamedHeaderSize goes to
+// the output in pieces, never whole in memory (the writer's only large
+// allocation is its copy of the catalog; it held each 7 MB header, and
+// copied it with the first block after it), reads back as any header,
+// and a file system that fills up in the middle of it is cut back to
+// where it began: the capture keeps every frame before it.
+func TestWriterStreamsLargeHeader(t *testing.T) {
+	cat := make([]frames.ChannelDescriptor, 60_000)
+	for i := range cat {
+		cat[i] = frames.ChannelDescriptor{Stream: streamS, ID: frames.ChannelID(i + 1), Name: fmt.Sprintf("proc.job-%d.stdout", i+1), Content: frames.TextStream()}
+	}
+	// 1000 frames of 11 bytes of record, a segment every 4 KiB of them:
+	// several segments, each under a header of about 7 MB.
+	write := func(out io.Writer, n int) error {
+		w, err := NewWriter(out, descS, cat, WriterOptions{Rand: detRand(1), SegmentSize: 4 << 10})
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			if err := w.WriteFrame(frames.Frame{Channel: 1, Position: frames.Position(i), Payload: []byte("a line\n")}); err != nil {
+				return err
+			}
+		}
+		return w.Close()
+	}
+	var buf bytes.Buffer
+	buf.Grow(96 << 20) // the output's own growth is not the writer's
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if err := write(&buf, 1000); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	small := uint64(0)
+	for i := range after.BySize {
+		small += uint64(after.BySize[i].Size) * (after.BySize[i].Mallocs - before.BySize[i].Mallocs)
+	}
+	large := after.TotalAlloc - before.TotalAlloc - small
+	res := readAll(t, buf.Bytes(), ReaderOptions{MaxRecordSize: 16 << 20})
+	if len(res.corrupt) != 0 {
+		t.Fatalf("damage: %v", res.corrupt)
+	}
+	var headers, frs, first int
+	for _, e := range res.entries {
+		switch e.Kind {
+		case EntrySegment:
+			headers++
+			if !cmp.Equal(e.Header.Channels, cat) {
+				t.Fatalf("header %d: %d channels, want the %d written", headers, len(e.Header.Channels), len(cat))
+			}
+		case EntryFrame:
+			frs++
+			if headers == 1 {
+				first++
+			}
+		}
+	}
+	if headers < 3 || frs != 1000 {
+		t.Fatalf("%d headers, %d frames; want 3 or more, 1000", headers, frs)
+	}
+	header := buf.Len() / headers
+	clone := uint64(len(cat)) * uint64(unsafe.Sizeof(cat[0]))
+	t.Logf("capture of %d bytes: %d bytes in large objects (the catalog's copy: %d)", buf.Len(), large, clone)
+	if large > clone*5/4+2<<20 {
+		t.Errorf("%d bytes allocated in large objects for headers of about %d, want about the catalog's copy (%d)", large, header, clone)
+	}
+
+	// The file system fills up in the middle of the second header.
+	f := &fullFile{size: header + header/2}
+	err := write(f, 1000)
+	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "keeps what fit") {
+		t.Fatalf("full in the header: %v", err)
+	}
+	res = readAll(t, f.data, ReaderOptions{MaxRecordSize: 16 << 20})
+	frs = 0
+	for _, e := range res.entries {
+		if e.Kind == EntryFrame {
+			frs++
+		}
+	}
+	if len(res.corrupt) != 0 || res.err != io.EOF || frs != first {
+		t.Fatalf("after the cut: %d bytes, %d frames, damage %v, end %v; want the %d of the first segment", len(f.data), frs, res.corrupt, res.err, first)
 	}
 }

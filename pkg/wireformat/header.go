@@ -98,6 +98,112 @@ func AppendHeader(dst []byte, h *Header) ([]byte, error) {
 	return dst, nil
 }
 
+// StreamedHeaderSize is the estimated header size from which ds writers
+// write a header with [WriteHeader] rather than [AppendHeader]: such a
+// header has no HeaderCopy (its body is over DefaultMaxRecordSize), and is
+// not held whole in memory.
+const StreamedHeaderSize = DefaultMaxRecordSize
+
+// EstimateHeaderSize returns about the encoded size of h, in bytes: at
+// least its size unless its strings need JSON escapes. It encodes nothing.
+func EstimateHeaderSize(h *Header) int {
+	return HeaderOverhead + 8 + 3*binary.MaxVarintLen64 + len(h.Writer) + 256 + len(h.Stream.Stream.Node) + catalogEstimate(h.Channels)
+}
+
+// WriteHeader writes the segment header h to w, byte for byte what
+// [AppendHeader] appends, encoding its catalog a descriptor at a time
+// through buf, which it grows to about 64 KiB and returns for reuse: a
+// 16 MiB header is never held whole. It encodes the catalog twice (the
+// body's length comes before it), so it costs about twice AppendHeader's
+// CPU. It returns the bytes written to w, buf, and an error: those of
+// AppendHeader, all found before anything is written (ErrMagicInHeader
+// too: the magic cannot occur from the catalog on, see below), or w's,
+// after which a part of the header may have been written.
+func WriteHeader(w io.Writer, h *Header, buf []byte) (int64, []byte, error) {
+	if err := checkHeaderFields(h); err != nil {
+		return 0, buf, err
+	}
+	stream, err := json.Marshal(h.Stream)
+	if err != nil {
+		return 0, buf, fmt.Errorf("wireformat: encode stream descriptor: %w", err)
+	}
+	catalogLen, buf, err := catalogLength(h.Channels, buf)
+	if err != nil {
+		return 0, buf, err
+	}
+	n := 8 + uvarintLen(h.Seq) + uvarintLen(uint64(len(h.Writer))) + len(h.Writer) +
+		uvarintLen(uint64(len(stream))) + len(stream) + uvarintLen(uint64(catalogLen)) + catalogLen
+	if n > MaxHeaderSize {
+		return 0, buf, fmt.Errorf("%w: header body of %d bytes (at most %d)", ErrTooLarge, n, MaxHeaderSize)
+	}
+	b := append(buf[:0], Magic...)
+	b = append(b, MajorVersion, MinorVersion)
+	b = binary.LittleEndian.AppendUint32(b, uint32(n))
+	b = append(b, h.SegmentID[:]...)
+	b = binary.AppendUvarint(b, h.Seq)
+	b = appendString(b, h.Writer)
+	b = appendString(b, string(stream))
+	b = binary.AppendUvarint(b, uint64(catalogLen))
+	// The magic holds 0D 0A 1A, which JSON text never holds raw, and
+	// neither '[' nor ']', which begin and end the catalog: past the
+	// catalog's length it can occur neither in the catalog nor across
+	// its ends, nor in the CRC after its ']'. Checking what comes before
+	// is checking the whole header.
+	if bytes.Contains(b[1:], []byte(Magic)) {
+		return 0, b, ErrMagicInHeader
+	}
+	var written int64
+	crc := uint32(0)
+	flush := func() error {
+		crc = crc32.Update(crc, castagnoli, b)
+		k, err := w.Write(b)
+		written += int64(k)
+		b = b[:0]
+		return err
+	}
+	b = append(b, '[')
+	wrote := 2 // brackets
+	for i := range h.Channels {
+		if i > 0 {
+			b = append(b, ',')
+			wrote++
+		}
+		k := len(b)
+		if b, err = appendChannel(b, &h.Channels[i]); err != nil {
+			return written, b, fmt.Errorf("wireformat: encode catalog: %w", err)
+		}
+		wrote += len(b) - k
+		if len(b) >= 64<<10 {
+			if err := flush(); err != nil {
+				return written, b, err
+			}
+		}
+	}
+	b = append(b, ']')
+	if wrote != catalogLen {
+		return written, b, fmt.Errorf("wireformat: catalog encoded to %d bytes, then %d", catalogLen, wrote)
+	}
+	crc = crc32.Update(crc, castagnoli, b)
+	b = binary.LittleEndian.AppendUint32(b, crc)
+	k, err := w.Write(b)
+	written += int64(k)
+	return written, b[:0], err
+}
+
+// catalogLength returns the length of the JSON of channels, encoding one
+// descriptor at a time through buf.
+func catalogLength(channels []frames.ChannelDescriptor, buf []byte) (int, []byte, error) {
+	n := 2 + max(0, len(channels)-1) // brackets and commas
+	var err error
+	for i := range channels {
+		if buf, err = appendChannel(buf[:0], &channels[i]); err != nil {
+			return 0, buf, fmt.Errorf("wireformat: encode catalog: %w", err)
+		}
+		n += len(buf)
+	}
+	return n, buf, nil
+}
+
 // CheckHeader reports the error [AppendHeader] would return for h, but
 // [ErrMagicInHeader] (which depends on the segment id): a descriptor of
 // another stream, a bad writer identity, a descriptor that does not

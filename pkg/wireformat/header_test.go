@@ -413,3 +413,94 @@ func largeAllocated(before, after *runtime.MemStats) uint64 {
 	}
 	return after.TotalAlloc - before.TotalAlloc - small
 }
+
+// TestWriteHeader: WriteHeader writes what AppendHeader appends, byte for
+// byte, for catalogs of every size and for many segment ids (ErrMagicInHeader
+// for the same ids, with nothing written), in pieces of about 64 KiB;
+// its errors are AppendHeader's, and a writer's error is returned with the
+// bytes that reached it.
+func TestWriteHeader(t *testing.T) {
+	s := frames.StreamID{Node: "n<1>", Life: 7}
+	for _, n := range []int{0, 1, 7, 1000, 20_000} {
+		h := Header{SegmentID: [8]byte{9, 8, 7}, Seq: 300, Writer: "ds test", Stream: frames.StreamDescriptor{Stream: s}, Channels: wideCatalog(s, n)}
+		want, err := AppendHeader(nil, &h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		pieces := 0
+		w := writerFunc(func(p []byte) (int, error) {
+			pieces++
+			if len(p) > 128<<10 {
+				t.Errorf("%d channels: a piece of %d bytes", n, len(p))
+			}
+			return out.Write(p)
+		})
+		written, _, err := WriteHeader(w, &h, nil)
+		if err != nil || written != int64(len(want)) || !bytes.Equal(out.Bytes(), want) {
+			t.Fatalf("%d channels: %d bytes (%v), want AppendHeader's %d", n, written, err, len(want))
+		}
+		t.Logf("%d channels: %d bytes in %d pieces", n, written, pieces)
+	}
+	// The magic: the same verdict as AppendHeader for 2000 ids.
+	h := exHeader
+	h.Channels = []frames.ChannelDescriptor{exChannel}
+	refused := 0
+	for i := range 2000 {
+		binary.LittleEndian.PutUint64(h.SegmentID[:], uint64(i)*0x9E3779B97F4A7C15)
+		h.Seq = uint64(i) * 0x1A0A
+		want, werr := AppendHeader(nil, &h)
+		var out bytes.Buffer
+		n, _, err := WriteHeader(&out, &h, nil)
+		if !errors.Is(err, werr) && (err != nil || werr != nil) {
+			t.Fatalf("id % x: WriteHeader %v, AppendHeader %v", h.SegmentID, err, werr)
+		}
+		if werr != nil {
+			refused++
+			if n != 0 || out.Len() != 0 {
+				t.Fatalf("id % x: refused after writing %d bytes", h.SegmentID, n)
+			}
+		} else if !bytes.Equal(out.Bytes(), want) {
+			t.Fatalf("id % x: bytes differ", h.SegmentID)
+		}
+	}
+	t.Logf("%d of 2000 ids refused for the magic", refused)
+	// An id that spells the magic is refused by both.
+	h.SegmentID = [8]byte([]byte(Magic))
+	if _, _, err := WriteHeader(io.Discard, &h, nil); !errors.Is(err, ErrMagicInHeader) {
+		t.Errorf("magic as segment id: %v", err)
+	}
+	// Errors found before writing, as AppendHeader's.
+	for _, bad := range []Header{
+		{Writer: "ds\n", Stream: exHeader.Stream},
+		{Stream: exHeader.Stream, Channels: []frames.ChannelDescriptor{{Stream: frames.StreamID{Node: "other"}, ID: 1}}},
+		{Writer: "w", Stream: exHeader.Stream, Channels: []frames.ChannelDescriptor{{Stream: exHeader.Stream.Stream, ID: 1, Name: strings.Repeat("x", MaxHeaderSize)}}},
+	} {
+		var out bytes.Buffer
+		_, aerr := AppendHeader(nil, &bad)
+		n, _, err := WriteHeader(&out, &bad, nil)
+		if err == nil || aerr == nil || n != 0 || out.Len() != 0 {
+			t.Errorf("%q: WriteHeader %v after %d bytes, AppendHeader %v", bad.Writer, err, n, aerr)
+		}
+	}
+	// A writer that fails midway: its error, and what reached it.
+	h = Header{Writer: "w", Stream: frames.StreamDescriptor{Stream: s}, Channels: wideCatalog(s, 5000)}
+	fail := errors.New("disk on fire")
+	got := 0
+	n, _, err := WriteHeader(writerFunc(func(p []byte) (int, error) {
+		if got+len(p) > 100_000 {
+			k := 100_000 - got
+			got += k
+			return k, fail
+		}
+		got += len(p)
+		return len(p), nil
+	}), &h, nil)
+	if !errors.Is(err, fail) || n != 100_000 {
+		t.Errorf("failing writer: %d bytes, %v; want 100000 and its error", n, err)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
