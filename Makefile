@@ -3,6 +3,7 @@ GO        ?= go
 BIN       ?= bin/ds
 PKGS      := ./...
 FUZZTIME  ?= 30s
+FUZZMINIMIZE ?= 5s
 # TESTTIMEOUT bounds each test binary of make race/scripts/trials: go
 # test's default of 10 min is below what the testscripts take on a loaded
 # machine (a hang still fails, later).
@@ -65,11 +66,13 @@ lint:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
 
-## fuzz: run every fuzz target for FUZZTIME each.
+## fuzz: run every fuzz target for FUZZTIME each. Each new input is
+## minimised for at most FUZZMINIMIZE (go's default, 60s, stalled the
+## slower targets for minutes at a time).
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./pkg/...); do \
+	@set -e; for pkg in $$($(GO) list ./pkg/... ./cmd/...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "== $$pkg $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	    echo "== $$pkg $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZE) $$pkg; \
 	  done; done
 
 ## demo: the main job on an embedded default.

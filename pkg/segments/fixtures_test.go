@@ -76,6 +76,14 @@ func fixtures(t testing.TB) map[string][]byte {
 	const head = 731
 	rotated := writeEvents(t, descS, catalogS, WriterOptions{WriterID: "ds fixture", SegmentSize: 1024 - head, Rand: detRand(12)}, logEvents(streamS, 40))
 	compressed := writeEvents(t, descS, catalogS, WriterOptions{WriterID: "ds fixture", Compression: CompressZstd, BlockSize: 4 << 10, SegmentSize: 8<<10 - head, Rand: detRand(13)}, logEvents(streamS, 400))
+	// s2: compressed's frames with every block in S2 (codec 02, format
+	// 1.2), as a live capture writes them when zstd falls behind.
+	orig := compressBlock
+	compressBlock = func(dst, content []byte, _ wireformat.BlockCodec) ([]byte, error) {
+		return orig(dst, content, wireformat.BlockS2)
+	}
+	s2 := writeEvents(t, descS, catalogS, WriterOptions{WriterID: "ds fixture", Compression: CompressZstd, BlockSize: 4 << 10, SegmentSize: 8<<10 - head, Rand: detRand(14)}, logEvents(streamS, 400))
+	compressBlock = orig
 	sp := spans(t, small)
 	// sp[0] is the header; without its HeaderCopy, rec(1) is the first
 	// frame.
@@ -87,6 +95,7 @@ func fixtures(t testing.TB) map[string][]byte {
 		"capture/two-streams.dss": slices.Concat(small, second),
 		"capture/rotated.dss":     rotated,
 		"capture/compressed.dss":  compressed,
+		"capture/s2.dss":          s2,
 	}
 
 	// bad-magic: the first segment's magic is damaged (a text-mode
@@ -288,5 +297,41 @@ func TestCompatFixtures(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s (-today's golden +read):\n%s", path, diff)
 		}
+	}
+}
+
+// TestS2Fixture: testdata/capture/s2.dss holds S2 blocks (codec 02) and
+// no zstd one, and reads back as compressed.dss, the same frames in zstd
+// blocks.
+func TestS2Fixture(t *testing.T) {
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(fixtureRoot, "capture", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	s2, zstd := read("s2.dss"), read("compressed.dss")
+	// A block that compression would not make smaller (one frame
+	// before a flush) is written plain.
+	codecs, plain := blockCodecs(t, s2)
+	if len(codecs) < 50 || plain > 2 || bytes.ContainsFunc(codecs, func(r rune) bool { return r != wireformat.CodecS2 }) {
+		t.Fatalf("s2.dss: codecs %v, %d plain frames; want S2 blocks only", codecs, plain)
+	}
+	frs := func(data []byte) []frames.Frame {
+		res := readAll(t, data, ReaderOptions{})
+		if len(res.corrupt) != 0 {
+			t.Fatalf("damage %v", res.corrupt)
+		}
+		var out []frames.Frame
+		for _, e := range res.entries {
+			if e.Kind == EntryFrame {
+				out = append(out, e.Frame)
+			}
+		}
+		return out
+	}
+	if diff := cmp.Diff(frs(zstd), frs(s2)); diff != "" || len(frs(s2)) != 400 {
+		t.Errorf("s2.dss frames differ from compressed.dss's (-zstd +s2):\n%s", diff)
 	}
 }

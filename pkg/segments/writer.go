@@ -345,7 +345,7 @@ func (w *Writer) startSegment() error {
 		} else if _, err := io.ReadFull(w.opts.Rand, h.SegmentID[:]); err != nil {
 			return fmt.Errorf("segments: segment id: %w", err)
 		}
-		if wireformat.EstimateHeaderSize(&h) >= wireformat.StreamedHeaderSize {
+		if wireformat.TooLargeForCopy(&h) {
 			// A header too large for a HeaderCopy (a catalog of tens of
 			// thousands of channels) goes straight to the output, in
 			// pieces, after what is buffered: it is never held whole.

@@ -711,7 +711,7 @@ func checkSeq(t *testing.T, data []byte, n int) {
 	}
 }
 
-// TestWriterStreamsLargeHeader: a header over StreamedHeaderSize goes to
+// TestWriterStreamsLargeHeader: a header too large for a HeaderCopy goes to
 // the output in pieces, never whole in memory (the writer's only large
 // allocation is its copy of the catalog; it held each 7 MB header, and
 // copied it with the first block after it), reads back as any header,
@@ -794,5 +794,44 @@ func TestWriterStreamsLargeHeader(t *testing.T) {
 	}
 	if len(res.corrupt) != 0 || res.err != io.EOF || frs != first {
 		t.Fatalf("after the cut: %d bytes, %d frames, damage %v, end %v; want the %d of the first segment", len(f.data), frs, res.corrupt, res.err, first)
+	}
+}
+
+// TestWriterHeaderCopyUpToTheLimit: every header whose HeaderCopy fits in
+// a record (its body + 2 bytes within DefaultMaxRecordSize) is followed by
+// it, and only larger ones, written in pieces, go without: a header of 3
+// MB once lost its copy to an estimate of its size (found by review).
+func TestWriterHeaderCopyUpToTheLimit(t *testing.T) {
+	for _, n := range []int{20_000, 30_000, 36_000, 38_000, 40_000, 45_000} {
+		cat := make([]frames.ChannelDescriptor, n)
+		for i := range cat {
+			cat[i] = frames.ChannelDescriptor{Stream: streamS, ID: frames.ChannelID(i + 1), Name: fmt.Sprintf("c%d", i+1), Content: frames.TextStream()}
+		}
+		var buf bytes.Buffer
+		w, err := NewWriter(&buf, descS, cat, WriterOptions{Rand: detRand(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteFrame(frames.Frame{Channel: 1, Payload: []byte("x\n")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b := buf.Bytes()
+		h, size, err := wireformat.ParseHeader(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, _, err := wireformat.ParseRecord(b[size:], h.Seed(), 16<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := size - wireformat.HeaderOverhead
+		fits := 2+body <= wireformat.DefaultMaxRecordSize
+		t.Logf("%d channels: header body of %d bytes, copy fits %v, next record %v", n, body, fits, rec.Type)
+		if got := rec.Type == wireformat.TypeHeaderCopy; got != fits {
+			t.Errorf("%d channels, header body of %d bytes: HeaderCopy %v, want %v", n, body, got, fits)
+		}
 	}
 }

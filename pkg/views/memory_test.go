@@ -626,3 +626,41 @@ func TestMemoryPrinterWideCatalog(t *testing.T) {
 	}
 	runtime.KeepAlive(cat)
 }
+
+// TestLazyChannelStateKept: a channel's state, made at its first frame,
+// is found again whichever order its channels first write in. Channel
+// 1000 writes first while few states exist (kept aside, its id far past
+// them), then 300 others and 1001 (the slice of states grows past 1000):
+// its held partial line must still be its own, continued by its next
+// frame. It was lost, and the line shown as new, when the states were
+// made lazily (found by review).
+func TestLazyChannelStateKept(t *testing.T) {
+	var out bytes.Buffer
+	p := NewPrinter(&out, LogOptions{Format: FormatJSON})
+	p.Stream(frames.StreamDescriptor{Stream: S})
+	for id := 1; id <= 2000; id++ {
+		p.Channel(frames.ChannelDescriptor{Stream: S, ID: frames.ChannelID(id), Name: fmt.Sprintf("c%d", id), Content: frames.TextStream()})
+	}
+	a := segments.NewAssembler(0, p.Item)
+	pos := uint64(0)
+	add := func(ch int, s string) { a.Add(S, on(frames.ChannelID(ch), pos, s)); pos++ }
+	add(1000, "abc")
+	for ch := 1; ch < 300; ch++ {
+		add(ch, "x\n")
+	}
+	add(1001, "y\n")
+	add(1000, "def\n")
+	a.Flush()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var c1000 []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.Contains(l, `"channel":"c1000"`) {
+			c1000 = append(c1000, l)
+		}
+	}
+	if len(c1000) != 2 || !strings.Contains(c1000[1], `"continues":true`) {
+		t.Fatalf("channel c1000's lines:\n%s\nwant two, the second continuing the first", strings.Join(c1000, "\n"))
+	}
+}

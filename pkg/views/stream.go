@@ -103,11 +103,15 @@ func (ci *chanInfo) jsonPart() string {
 // descriptor.
 func (st *streamInfo) channel(id frames.ChannelID) *chanInfo {
 	if uint64(id) < uint64(len(st.chans)) {
-		return st.chans[id]
+		if ci := st.chans[id]; ci != nil || st.big == nil {
+			return ci
+		}
 	}
 	if st.big == nil {
 		return nil
 	}
+	// An id kept in big while the slice was shorter: the slice grew past
+	// it since (states are made at a channel's first frame, in any order).
 	return st.big[id]
 }
 

@@ -98,16 +98,21 @@ func AppendHeader(dst []byte, h *Header) ([]byte, error) {
 	return dst, nil
 }
 
-// StreamedHeaderSize is the estimated header size from which ds writers
-// write a header with [WriteHeader] rather than [AppendHeader]: such a
-// header has no HeaderCopy (its body is over DefaultMaxRecordSize), and is
-// not held whole in memory.
-const StreamedHeaderSize = DefaultMaxRecordSize
-
-// EstimateHeaderSize returns about the encoded size of h, in bytes: at
-// least its size unless its strings need JSON escapes. It encodes nothing.
-func EstimateHeaderSize(h *Header) int {
-	return HeaderOverhead + 8 + 3*binary.MaxVarintLen64 + len(h.Writer) + 256 + len(h.Stream.Stream.Node) + catalogEstimate(h.Channels)
+// TooLargeForCopy reports whether the header h is too large for its
+// HeaderCopy record ([AppendHeaderCopy] would return ErrTooLarge): ds
+// writers write such a header with [WriteHeader], never holding it whole,
+// and others with [AppendHeader] and their copy. A header whose estimate
+// (its strings and 128 bytes a descriptor: more than it takes unless its
+// strings need escapes) is under the limit is not encoded; one over it is
+// encoded a descriptor at a time to learn its exact size. A header that
+// does not encode reports false (AppendHeader then says why).
+func TooLargeForCopy(h *Header) bool {
+	estimate := 8 + 3*binary.MaxVarintLen64 + len(h.Writer) + 256 + len(h.Stream.Stream.Node) + catalogEstimate(h.Channels)
+	if 2+estimate <= DefaultMaxRecordSize {
+		return false
+	}
+	n, err := headerBodySize(h)
+	return err == nil && 2+n > DefaultMaxRecordSize
 }
 
 // WriteHeader writes the segment header h to w, byte for byte what
@@ -207,21 +212,30 @@ func catalogLength(channels []frames.ChannelDescriptor, buf []byte) (int, []byte
 // CheckHeader reports the error [AppendHeader] would return for h, but
 // [ErrMagicInHeader] (which depends on the segment id): a descriptor of
 // another stream, a bad writer identity, a descriptor that does not
-// encode, or a body over [MaxHeaderSize]. It encodes one descriptor at a
-// time, so that checking a 16 MiB catalog holds next to nothing.
+// encode, or a body over [MaxHeaderSize] (found as soon as the catalog
+// passes it: a descriptor after that which would not encode is not
+// looked at). It encodes one descriptor at a time, so that checking a
+// 16 MiB catalog holds next to nothing.
 func CheckHeader(h *Header) error {
+	_, err := headerBodySize(h)
+	return err
+}
+
+// headerBodySize returns the size of h's body as AppendHeader encodes it,
+// or CheckHeader's error; it stops encoding past MaxHeaderSize.
+func headerBodySize(h *Header) (int, error) {
 	if err := checkHeaderFields(h); err != nil {
-		return err
+		return 0, err
 	}
 	stream, err := json.Marshal(h.Stream)
 	if err != nil {
-		return fmt.Errorf("wireformat: encode stream descriptor: %w", err)
+		return 0, fmt.Errorf("wireformat: encode stream descriptor: %w", err)
 	}
 	catalogLen := 2 + max(0, len(h.Channels)-1) // brackets and commas
 	var b []byte
 	for i := range h.Channels {
 		if b, err = appendChannel(b[:0], &h.Channels[i]); err != nil {
-			return fmt.Errorf("wireformat: encode catalog: %w", err)
+			return 0, fmt.Errorf("wireformat: encode catalog: %w", err)
 		}
 		if catalogLen += len(b); catalogLen > MaxHeaderSize {
 			break
@@ -230,9 +244,9 @@ func CheckHeader(h *Header) error {
 	n := 8 + uvarintLen(h.Seq) + uvarintLen(uint64(len(h.Writer))) + len(h.Writer) +
 		uvarintLen(uint64(len(stream))) + len(stream) + uvarintLen(uint64(catalogLen)) + catalogLen
 	if n > MaxHeaderSize {
-		return fmt.Errorf("%w: header body of %d bytes or more (at most %d)", ErrTooLarge, n, MaxHeaderSize)
+		return n, fmt.Errorf("%w: header body of %d bytes or more (at most %d)", ErrTooLarge, n, MaxHeaderSize)
 	}
-	return nil
+	return n, nil
 }
 
 // checkHeaderFields checks the fields of h that need no encoding.
