@@ -164,6 +164,11 @@ func TestPlayerKeys(t *testing.T) {
 	expectTimer(2 * time.Second) // never fired: paused
 	clock.advance(500 * time.Millisecond)
 	keys <- ' ' // pause, 1.5 s left
+	// An ignored key is taken only once the pause is done with, its
+	// clock reading included: the hour must not pass before that (it
+	// did, under the race detector: the player resumed with no wait
+	// left, and the test hung waiting for its timer).
+	keys <- 'x'
 	clock.advance(time.Hour)
 	keys <- ' ' // resume: the 1.5 s left (the schedule shifted by the hour)
 	tm := expectTimer(1500 * time.Millisecond)
