@@ -157,23 +157,11 @@ func (c *Catalog) encode(bw *bufio.Writer) error {
 type encoder struct {
 	buf     [64 << 10]byte
 	scratch bytes.Buffer
-	enc     *json.Encoder // writes to scratch, HTML escaping off
 }
 
 // appendString appends s as encoding/json spells it with HTML escaping off.
 func (e *encoder) appendString(b []byte, s string) []byte {
 	return textfmt.AppendJSONString(b, s, false)
-}
-
-// appendJSON appends v as the Encoder spells it, without its newline.
-func (e *encoder) appendJSON(b []byte, v any) []byte {
-	if e.enc == nil {
-		e.enc = json.NewEncoder(&e.scratch)
-		e.enc.SetEscapeHTML(false)
-	}
-	e.scratch.Reset()
-	e.enc.Encode(v) // a string or a descriptor field: cannot fail
-	return append(b, bytes.TrimSuffix(e.scratch.Bytes(), []byte("\n"))...)
 }
 
 func (e *encoder) appendLabel(b []byte, label *string) []byte {
