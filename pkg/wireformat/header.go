@@ -349,7 +349,7 @@ func ParseHeaderRepeats(b []byte, m *CatalogMemo) (h Header, n int, err error) {
 }
 
 // CatalogMemo is what [ParseHeaderRepeats] remembers of the last large
-// catalog it decoded: its stream, length and a 128-bit hash of its bytes,
+// catalog it decoded: its stream's descriptor, length and a 128-bit hash of its bytes,
 // keyed at random per memo, so that no crafted input can aim at a
 // collision. It holds no descriptor. The zero value is an empty memo; it
 // is not safe for concurrent use.
@@ -358,24 +358,33 @@ type CatalogMemo struct {
 	seeded bool
 	size   int
 	sum    [2]uint64
-	stream frames.StreamID
+	stream frames.StreamDescriptor // its Label a copy
 }
 
 // minMemoCatalog is the catalog size, in bytes, from which a CatalogMemo
 // remembers a catalog: below it, decoding is cheaper than telling.
 const minMemoCatalog = 64 << 10
 
-// repeats reports whether catalog, of stream s, is the remembered one,
-// and remembers it otherwise.
-func (m *CatalogMemo) repeats(catalog []byte, s frames.StreamID) bool {
+// repeats reports whether catalog, of the stream d describes, is the
+// remembered one, and remembers it otherwise. The whole descriptor counts,
+// not only the stream's id: a header that describes its stream otherwise
+// (a conflict, or a view's selection by origin or label) is decoded, so
+// that a view that shows the stream from it on still learns its channels.
+func (m *CatalogMemo) repeats(catalog []byte, d frames.StreamDescriptor) bool {
 	if !m.seeded {
 		m.seeds, m.seeded = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, true
 	}
 	sum := [2]uint64{maphash.Bytes(m.seeds[0], catalog), maphash.Bytes(m.seeds[1], catalog)}
-	if m.size == len(catalog) && m.sum == sum && m.stream == s {
+	same := m.stream.Stream == d.Stream && m.stream.Origin == d.Origin &&
+		(m.stream.Label == nil) == (d.Label == nil) && (d.Label == nil || *m.stream.Label == *d.Label)
+	if m.size == len(catalog) && m.sum == sum && same {
 		return true
 	}
-	m.size, m.sum, m.stream = len(catalog), sum, s
+	m.size, m.sum, m.stream = len(catalog), sum, d
+	if d.Label != nil {
+		label := *d.Label
+		m.stream.Label = &label
+	}
 	return false
 }
 
@@ -463,7 +472,7 @@ func parseHeaderBody(body []byte, streamOnly bool, m *CatalogMemo) (Header, erro
 	if m == nil || len(catalog) < minMemoCatalog {
 		return h, decodeCatalog(&h, catalog)
 	}
-	if m.repeats(catalog, h.Stream.Stream) {
+	if m.repeats(catalog, h.Stream) {
 		h.CatalogRepeated = true
 		return h, nil
 	}

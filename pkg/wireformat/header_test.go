@@ -343,8 +343,11 @@ func TestHeaderMagicOnlyAtStart(t *testing.T) {
 // that fails to decode is not remembered.
 func TestParseHeaderRepeats(t *testing.T) {
 	s1, s2 := frames.StreamID{Node: "n1", Life: 7}, frames.StreamID{Node: "n2", Life: 7}
+	label := "build"
+	var origin frames.StreamOrigin // the next header's, and its label
+	var labeled *string
 	header := func(s frames.StreamID, channels int, seq uint64) []byte {
-		h := Header{SegmentID: [8]byte{byte(seq)}, Seq: seq, Writer: "w", Stream: frames.StreamDescriptor{Stream: s}}
+		h := Header{SegmentID: [8]byte{byte(seq)}, Seq: seq, Writer: "w", Stream: frames.StreamDescriptor{Stream: s, Origin: origin, Label: labeled}}
 		for i := range channels {
 			h.Channels = append(h.Channels, frames.ChannelDescriptor{Stream: s, ID: frames.ChannelID(i + 1), Name: strings.Repeat("c", 20) + string(rune('a'+i%26)), Content: frames.TextStream()})
 		}
@@ -379,6 +382,14 @@ func TestParseHeaderRepeats(t *testing.T) {
 		{"one channel more", header(s1, big+1, 6), &m, false},
 		{"small", header(s1, small, 7), &m, false},
 		{"small again", header(s1, small, 8), &m, false},
+		{"big again", header(s1, big, 9), &m, false},
+		{"big repeated", header(s1, big, 10), &m, true},
+		// The same catalog under another descriptor of the stream (a
+		// conflict, or what a view selects by) is decoded.
+		{"labeled", func() []byte { labeled = &label; return header(s1, big, 11) }(), &m, false},
+		{"labeled repeated", header(s1, big, 12), &m, true},
+		{"other origin", func() []byte { origin = frames.StreamOrigin(1); return header(s1, big, 13) }(), &m, false},
+		{"other origin repeated", header(s1, big, 14), &m, true},
 	} {
 		h := parse(c.b, c.memo)
 		want, _, _ := ParseHeader(c.b)
