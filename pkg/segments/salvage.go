@@ -46,23 +46,35 @@ func isFull(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG)
 }
 
+// cuttable returns the output and its size when the write that failed
+// with err, n bytes of it written, can be cut back: err says the file
+// system is full and the output is a regular file that can be truncated
+// (not a device such as /dev/full, nor a pipe) holding at least n bytes.
+func (w *Writer) cuttable(n int64, err error) (truncatable, int64, bool) {
+	t, ok := w.w.(truncatable)
+	if !ok || !isFull(err) {
+		return nil, 0, false
+	}
+	if st, ok := w.w.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		if fi, serr := st.Stat(); serr != nil || !fi.Mode().IsRegular() {
+			return nil, 0, false
+		}
+	}
+	end, serr := t.Seek(0, io.SeekEnd)
+	if serr != nil || end < n {
+		return nil, 0, false
+	}
+	return t, end, true
+}
+
 // salvageHeader handles the failed write of a streamed segment header
 // (Writer.streamHeader), of which n bytes reached w.w with err: on a full
 // file system, a regular file is cut back to where the header began, the
 // end of the last whole record before it. It returns the error the writer
 // keeps, as salvage does.
 func (w *Writer) salvageHeader(n int64, err error) error {
-	t, ok := w.w.(truncatable)
-	if !ok || !isFull(err) {
-		return err
-	}
-	if st, ok := w.w.(interface{ Stat() (fs.FileInfo, error) }); ok {
-		if fi, serr := st.Stat(); serr != nil || !fi.Mode().IsRegular() {
-			return err
-		}
-	}
-	end, serr := t.Seek(0, io.SeekEnd)
-	if serr != nil || end < n {
+	t, end, ok := w.cuttable(n, err)
+	if !ok {
 		return err
 	}
 	size := end - n
@@ -88,17 +100,8 @@ type salvaged struct {
 // when nothing can be salvaged (the output is not a file, or err is not a
 // full file system), else err with what the file now holds.
 func (w *Writer) salvage(n int, err error) error {
-	t, ok := w.w.(truncatable)
-	if !ok || !isFull(err) {
-		return err
-	}
-	if st, ok := w.w.(interface{ Stat() (fs.FileInfo, error) }); ok {
-		if fi, serr := st.Stat(); serr != nil || !fi.Mode().IsRegular() {
-			return err // a device (/dev/full) or a pipe: nothing to cut back
-		}
-	}
-	end, serr := t.Seek(0, io.SeekEnd)
-	if serr != nil || end < int64(n) {
+	t, end, ok := w.cuttable(int64(n), err)
+	if !ok {
 		return err
 	}
 	s := salvager{t: t, start: end - int64(n)}

@@ -345,15 +345,20 @@ func (w *Writer) startSegment() error {
 		} else if _, err := io.ReadFull(w.opts.Rand, h.SegmentID[:]); err != nil {
 			return fmt.Errorf("segments: segment id: %w", err)
 		}
-		if wireformat.TooLargeForCopy(&h) {
+		if wireformat.CopyMayNotFit(&h) {
 			// A header too large for a HeaderCopy (a catalog of tens of
 			// thousands of channels) goes straight to the output, in
 			// pieces, after what is buffered: it is never held whole.
-			err := w.streamHeader(&h)
-			if errors.Is(err, wireformat.ErrMagicInHeader) && try < 16 {
-				continue
+			// One that does not encode is AppendHeader's to report.
+			plan, buf, err := wireformat.PlanHeader(&h, w.hdrBuf)
+			w.hdrBuf = buf
+			if err == nil && !plan.CopyFits() {
+				err := w.streamHeader(&h, &plan)
+				if errors.Is(err, wireformat.ErrMagicInHeader) && try < 16 {
+					continue
+				}
+				return err
 			}
-			return err
 		}
 		n := len(w.buf)
 		var err error
@@ -387,16 +392,16 @@ func (w *Writer) startSegment() error {
 	}
 }
 
-// streamHeader writes the header h of a new segment straight to the
-// output (wireformat.WriteHeader), after the buffer, and starts the
-// segment. A full file system cuts the file back to where the header
+// streamHeader writes the header h of a new segment, planned, straight to
+// the output (wireformat.HeaderPlan.Write), after the buffer, and starts
+// the segment. A full file system cuts the file back to where the header
 // began, as salvage does for a record.
-func (w *Writer) streamHeader(h *wireformat.Header) error {
+func (w *Writer) streamHeader(h *wireformat.Header, plan *wireformat.HeaderPlan) error {
 	if err := w.writeBuf(); err != nil {
 		return err
 	}
 	out := &writeErr{w: w.w}
-	n, buf, err := wireformat.WriteHeader(out, h, w.hdrBuf)
+	n, buf, err := plan.Write(out, w.hdrBuf)
 	w.hdrBuf = buf
 	switch {
 	case out.err != nil:

@@ -555,10 +555,7 @@ func TestMemoryMillionStreams(t *testing.T) {
 func TestMemoryLatestWideCatalog(t *testing.T) {
 	s := frames.StreamID{Node: "wide", Life: 1}
 	n := scaled(100_000, 10_000)
-	cat := make([]frames.ChannelDescriptor, n)
-	for i := range cat {
-		cat[i] = frames.ChannelDescriptor{Stream: s, ID: frames.ChannelID(i + 1), Name: fmt.Sprintf("proc.job-%d.stdout", i+1), Content: frames.TextStream()}
-	}
+	cat := wideTextCatalog(s, n)
 	base := liveHeap()
 	l := NewLatest(LatestOptions{})
 	l.Header(segments.SegmentHeader{Stream: frames.StreamDescriptor{Stream: s}, Channels: cat})
@@ -589,10 +586,7 @@ func TestMemoryLatestWideCatalog(t *testing.T) {
 func TestMemoryPrinterWideCatalog(t *testing.T) {
 	s := frames.StreamID{Node: "wide", Life: 1}
 	n := scaled(100_000, 10_000)
-	cat := make([]frames.ChannelDescriptor, n)
-	for i := range cat {
-		cat[i] = frames.ChannelDescriptor{Stream: s, ID: frames.ChannelID(i + 1), Name: fmt.Sprintf("proc.job-%d.stdout", i+1), Content: frames.TextStream()}
-	}
+	cat := wideTextCatalog(s, n)
 	// held is what a printer holds, its output aside, after two headers
 	// of cat and 30 frames on its first three channels.
 	held := func(format LogFormat, cat []frames.ChannelDescriptor) int64 {
@@ -663,4 +657,14 @@ func TestLazyChannelStateKept(t *testing.T) {
 	if len(c1000) != 2 || !strings.Contains(c1000[1], `"continues":true`) {
 		t.Fatalf("channel c1000's lines:\n%s\nwant two, the second continuing the first", strings.Join(c1000, "\n"))
 	}
+}
+
+// wideTextCatalog returns n text channels of stream s, ids 1 to n, named
+// proc.job-ID.stdout.
+func wideTextCatalog(s frames.StreamID, n int) []frames.ChannelDescriptor {
+	cat := make([]frames.ChannelDescriptor, n)
+	for i := range cat {
+		cat[i] = frames.ChannelDescriptor{Stream: s, ID: frames.ChannelID(i + 1), Name: fmt.Sprintf("proc.job-%d.stdout", i+1), Content: frames.TextStream()}
+	}
+	return cat
 }

@@ -98,57 +98,87 @@ func AppendHeader(dst []byte, h *Header) ([]byte, error) {
 	return dst, nil
 }
 
-// TooLargeForCopy reports whether the header h is too large for its
-// HeaderCopy record ([AppendHeaderCopy] would return ErrTooLarge): ds
-// writers write such a header with [WriteHeader], never holding it whole,
-// and others with [AppendHeader] and their copy. A header whose estimate
-// (its strings and 128 bytes a descriptor: more than it takes unless its
-// strings need escapes) is under the limit is not encoded; one over it is
-// encoded a descriptor at a time to learn its exact size. A header that
-// does not encode reports false (AppendHeader then says why).
-func TooLargeForCopy(h *Header) bool {
+// CopyMayNotFit reports, without encoding h, whether its HeaderCopy
+// record may be too large ([AppendHeaderCopy] would return ErrTooLarge):
+// false means it fits. It estimates h's size from its strings and 128
+// bytes a descriptor, more than a descriptor takes unless its strings
+// need escapes. ds writers ask [PlanHeader] when it says true, and write
+// a header whose copy does not fit with [HeaderPlan.Write], never holding
+// it whole.
+func CopyMayNotFit(h *Header) bool {
 	estimate := 8 + 3*binary.MaxVarintLen64 + len(h.Writer) + 256 + len(h.Stream.Stream.Node) + catalogEstimate(h.Channels)
-	if 2+estimate <= DefaultMaxRecordSize {
-		return false
-	}
-	n, err := headerBodySize(h)
-	return err == nil && 2+n > DefaultMaxRecordSize
+	return 2+estimate > DefaultMaxRecordSize
 }
 
-// WriteHeader writes the segment header h to w, byte for byte what
-// [AppendHeader] appends, encoding its catalog a descriptor at a time
-// through buf, which it grows to about 64 KiB and returns for reuse: a
-// 16 MiB header is never held whole. It encodes the catalog twice (the
-// body's length comes before it), so it costs about twice AppendHeader's
-// CPU. It returns the bytes written to w, buf, and an error: those of
-// AppendHeader, all found before anything is written (ErrMagicInHeader
-// too: the magic cannot occur from the catalog on, see below), or w's,
-// after which a part of the header may have been written.
-func WriteHeader(w io.Writer, h *Header, buf []byte) (int64, []byte, error) {
+// A HeaderPlan is a header sized, its catalog encoded once a descriptor
+// at a time, to be written in pieces by [HeaderPlan.Write]: the body's
+// length comes before the catalog.
+type HeaderPlan struct {
+	h          *Header
+	stream     []byte // the stream descriptor's JSON
+	catalogLen int    // the catalog's JSON, bytes
+	body       int    // the body, bytes
+}
+
+// PlanHeader sizes h, encoding one descriptor at a time through buf
+// (returned for reuse), so that sizing a 16 MiB catalog holds next to
+// nothing. Its errors are CheckHeader's.
+func PlanHeader(h *Header, buf []byte) (HeaderPlan, []byte, error) {
 	if err := checkHeaderFields(h); err != nil {
-		return 0, buf, err
+		return HeaderPlan{}, buf, err
 	}
 	stream, err := json.Marshal(h.Stream)
 	if err != nil {
-		return 0, buf, fmt.Errorf("wireformat: encode stream descriptor: %w", err)
+		return HeaderPlan{}, buf, fmt.Errorf("wireformat: encode stream descriptor: %w", err)
 	}
-	catalogLen, buf, err := catalogLength(h.Channels, buf)
-	if err != nil {
-		return 0, buf, err
+	catalogLen := 2 + max(0, len(h.Channels)-1) // brackets and commas
+	for i := range h.Channels {
+		if buf, err = appendChannel(buf[:0], &h.Channels[i]); err != nil {
+			return HeaderPlan{}, buf, fmt.Errorf("wireformat: encode catalog: %w", err)
+		}
+		catalogLen += len(buf)
 	}
 	n := 8 + uvarintLen(h.Seq) + uvarintLen(uint64(len(h.Writer))) + len(h.Writer) +
 		uvarintLen(uint64(len(stream))) + len(stream) + uvarintLen(uint64(catalogLen)) + catalogLen
 	if n > MaxHeaderSize {
-		return 0, buf, fmt.Errorf("%w: header body of %d bytes (at most %d)", ErrTooLarge, n, MaxHeaderSize)
+		return HeaderPlan{}, buf, fmt.Errorf("%w: header body of %d bytes (at most %d)", ErrTooLarge, n, MaxHeaderSize)
 	}
+	return HeaderPlan{h: h, stream: stream, catalogLen: catalogLen, body: n}, buf, nil
+}
+
+// CopyFits reports whether the planned header's HeaderCopy fits in a
+// record of DefaultMaxRecordSize ([AppendHeaderCopy]).
+func (p *HeaderPlan) CopyFits() bool { return 2+p.body <= DefaultMaxRecordSize }
+
+// WriteHeader writes the segment header h to w, byte for byte what
+// [AppendHeader] appends, never holding it whole: [PlanHeader], then
+// [HeaderPlan.Write]. It encodes the catalog twice (the body's length
+// comes before it), so it costs about twice AppendHeader's CPU. Its
+// results are Write's, and PlanHeader's errors.
+func WriteHeader(w io.Writer, h *Header, buf []byte) (int64, []byte, error) {
+	p, buf, err := PlanHeader(h, buf)
+	if err != nil {
+		return 0, buf, err
+	}
+	return p.Write(w, buf)
+}
+
+// Write writes the planned header to w, its catalog encoded a descriptor
+// at a time through buf, which it grows to about 64 KiB and returns for
+// reuse. It returns the bytes written to w, buf, and an error:
+// ErrMagicInHeader before anything is written (the magic cannot occur
+// from the catalog on, see below), or w's, after which a part of the
+// header may have been written.
+func (p *HeaderPlan) Write(w io.Writer, buf []byte) (int64, []byte, error) {
+	h := p.h
 	b := append(buf[:0], Magic...)
 	b = append(b, MajorVersion, MinorVersion)
-	b = binary.LittleEndian.AppendUint32(b, uint32(n))
+	b = binary.LittleEndian.AppendUint32(b, uint32(p.body))
 	b = append(b, h.SegmentID[:]...)
 	b = binary.AppendUvarint(b, h.Seq)
 	b = appendString(b, h.Writer)
-	b = appendString(b, string(stream))
-	b = binary.AppendUvarint(b, uint64(catalogLen))
+	b = appendString(b, string(p.stream))
+	b = binary.AppendUvarint(b, uint64(p.catalogLen))
 	// The magic holds 0D 0A 1A, which JSON text never holds raw, and
 	// neither '[' nor ']', which begin and end the catalog: past the
 	// catalog's length it can occur neither in the catalog nor across
@@ -168,6 +198,7 @@ func WriteHeader(w io.Writer, h *Header, buf []byte) (int64, []byte, error) {
 	}
 	b = append(b, '[')
 	wrote := 2 // brackets
+	var err error
 	for i := range h.Channels {
 		if i > 0 {
 			b = append(b, ',')
@@ -185,8 +216,8 @@ func WriteHeader(w io.Writer, h *Header, buf []byte) (int64, []byte, error) {
 		}
 	}
 	b = append(b, ']')
-	if wrote != catalogLen {
-		return written, b, fmt.Errorf("wireformat: catalog encoded to %d bytes, then %d", catalogLen, wrote)
+	if wrote != p.catalogLen {
+		return written, b, fmt.Errorf("wireformat: catalog encoded to %d bytes, then %d", p.catalogLen, wrote)
 	}
 	crc = crc32.Update(crc, castagnoli, b)
 	b = binary.LittleEndian.AppendUint32(b, crc)
@@ -195,58 +226,15 @@ func WriteHeader(w io.Writer, h *Header, buf []byte) (int64, []byte, error) {
 	return written, b[:0], err
 }
 
-// catalogLength returns the length of the JSON of channels, encoding one
-// descriptor at a time through buf.
-func catalogLength(channels []frames.ChannelDescriptor, buf []byte) (int, []byte, error) {
-	n := 2 + max(0, len(channels)-1) // brackets and commas
-	var err error
-	for i := range channels {
-		if buf, err = appendChannel(buf[:0], &channels[i]); err != nil {
-			return 0, buf, fmt.Errorf("wireformat: encode catalog: %w", err)
-		}
-		n += len(buf)
-	}
-	return n, buf, nil
-}
-
 // CheckHeader reports the error [AppendHeader] would return for h, but
 // [ErrMagicInHeader] (which depends on the segment id): a descriptor of
 // another stream, a bad writer identity, a descriptor that does not
-// encode, or a body over [MaxHeaderSize] (found as soon as the catalog
-// passes it: a descriptor after that which would not encode is not
-// looked at). It encodes one descriptor at a time, so that checking a
-// 16 MiB catalog holds next to nothing.
+// encode, or a body over [MaxHeaderSize]. It is [PlanHeader]'s error: it
+// encodes one descriptor at a time, so that checking a 16 MiB catalog
+// holds next to nothing.
 func CheckHeader(h *Header) error {
-	_, err := headerBodySize(h)
+	_, _, err := PlanHeader(h, nil)
 	return err
-}
-
-// headerBodySize returns the size of h's body as AppendHeader encodes it,
-// or CheckHeader's error; it stops encoding past MaxHeaderSize.
-func headerBodySize(h *Header) (int, error) {
-	if err := checkHeaderFields(h); err != nil {
-		return 0, err
-	}
-	stream, err := json.Marshal(h.Stream)
-	if err != nil {
-		return 0, fmt.Errorf("wireformat: encode stream descriptor: %w", err)
-	}
-	catalogLen := 2 + max(0, len(h.Channels)-1) // brackets and commas
-	var b []byte
-	for i := range h.Channels {
-		if b, err = appendChannel(b[:0], &h.Channels[i]); err != nil {
-			return 0, fmt.Errorf("wireformat: encode catalog: %w", err)
-		}
-		if catalogLen += len(b); catalogLen > MaxHeaderSize {
-			break
-		}
-	}
-	n := 8 + uvarintLen(h.Seq) + uvarintLen(uint64(len(h.Writer))) + len(h.Writer) +
-		uvarintLen(uint64(len(stream))) + len(stream) + uvarintLen(uint64(catalogLen)) + catalogLen
-	if n > MaxHeaderSize {
-		return n, fmt.Errorf("%w: header body of %d bytes or more (at most %d)", ErrTooLarge, n, MaxHeaderSize)
-	}
-	return n, nil
 }
 
 // checkHeaderFields checks the fields of h that need no encoding.
