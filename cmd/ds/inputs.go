@@ -31,7 +31,7 @@ func limitMemory(n int64) {
 
 // collectOften has the garbage collector run at half again the live heap
 // instead of twice it (GOGC=50), unless GOGC is set: for ds merge and
-// ds ingest, whose heap is mostly buffers they reuse or batches they
+// ds ingest (and ds trim), whose heap is mostly buffers they reuse or batches they
 // commit and drop, it keeps the peak RSS under 64 MiB (ARCHITECTURE.md
 // §7) at little cost.
 func collectOften() {

@@ -155,6 +155,7 @@ func trimAction(ctx context.Context, c *cli.Command) error {
 	}
 	defer st.Close()
 	root := c.Root()
+	collectOften() // a store's catalog of 120 000 channels is read at each trimmed stream
 	return runTrim(st, opts, root.Writer, root.ErrWriter)
 }
 

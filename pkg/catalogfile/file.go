@@ -113,25 +113,25 @@ func (c *Catalog) encode(bw *bufio.Writer) error {
 			b = append(b, "null,\n      \"origin\": null"...)
 		}
 		b = append(b, ",\n      \"channels\": ["...)
-		for k := range st.channels {
-			ch := &st.channels[k]
+		for k := range st.descs {
+			ch := &st.descs[k]
 			if k > 0 {
 				b = append(b, ',')
 			}
 			b = append(b, "\n        {\n          \"stream\": "...)
 			b = e.appendStreamID(b, id, "          ")
 			b = append(b, ",\n          \"id\": "...)
-			b = strconv.AppendUint(b, uint64(ch.id), 10)
+			b = strconv.AppendUint(b, uint64(ch.ID), 10)
 			b = append(b, ",\n          \"name\": "...)
-			b = e.appendString(b, ch.name)
+			b = e.appendString(b, ch.Name)
 			b = append(b, ",\n          \"label\": "...)
-			b = e.appendLabel(b, ch.label)
+			b = e.appendLabel(b, ch.Label)
 			b = append(b, ",\n          \"content\": "...)
 			var err error
-			if b, err = e.appendContent(b, frames.ChannelContent{Kind: ch.kind, Schema: ch.schema}, "          "); err != nil {
+			if b, err = e.appendContent(b, ch.Content, "          "); err != nil {
 				return err
 			}
-			if src := c.sources[ch.source]; src != "" {
+			if src := c.sources[st.srcs[k]]; src != "" {
 				b = append(b, ",\n          \"source\": "...)
 				b = e.appendString(b, src)
 			}
@@ -143,7 +143,7 @@ func (c *Catalog) encode(bw *bufio.Writer) error {
 				b = b[:0]
 			}
 		}
-		if len(st.channels) > 0 {
+		if len(st.descs) > 0 {
 			b = append(b, "\n      "...)
 		}
 		b = append(b, "]\n    }"...)

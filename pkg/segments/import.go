@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -121,9 +122,23 @@ type bufferedReader struct {
 	under io.Reader
 }
 
+// fileAt reports the file under the buffer, and where the next byte is:
+// the buffer's first (a FileInput).
+func (b bufferedReader) ReadingFile() (*os.File, int64, bool) {
+	f, off, ok := fileAt(b.under)
+	return f, off - int64(b.Buffered()), ok && off >= int64(b.Buffered())
+}
+
 func (b bufferedReader) remaining() (int64, bool) {
 	n, ok := remaining(b.under)
 	return n + int64(b.Buffered()), ok
+}
+
+// fileAt reports the file under r, and where the next byte is: the
+// prefix's first, before what r reads (a FileInput).
+func (p *prefixReader) ReadingFile() (*os.File, int64, bool) {
+	f, off, ok := fileAt(p.r)
+	return f, off - int64(len(p.pre)), ok && off >= int64(len(p.pre))
 }
 
 func (p *prefixReader) Read(b []byte) (int, error) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
@@ -1001,6 +1002,12 @@ func (c *inputReader) Read(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+// remaining reports what r holds beyond what was read (a remainer).
+func (c *inputReader) remaining() (int64, bool) { return remaining(c.r) }
+
+// fileAt reports the file under r (a FileInput).
+func (c *inputReader) ReadingFile() (*os.File, int64, bool) { return fileAt(c.r) }
 
 // feed is the reader goroutine's side of the batches.
 type feed struct {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"maps"
 	"slices"
 	"time"
@@ -285,6 +286,9 @@ func (f *batchFeed) Read(p []byte) (int, error) {
 // remaining reports what its input holds beyond what was read (a
 // remainer, for the Reader's buffer).
 func (f *batchFeed) remaining() (int64, bool) { return remaining(f.r) }
+
+// fileAt reports the file under its input (a FileInput).
+func (f *batchFeed) ReadingFile() (*os.File, int64, bool) { return fileAt(f.r) }
 
 // take makes sure there is a batch to fill; false once Scan has returned.
 func (f *batchFeed) take() bool {

@@ -1088,6 +1088,16 @@ type storeStreamReader struct {
 	dir     string
 }
 
+// ReadingFile reports the chunk file being read, and where in it the next
+// byte is (a [FileInput]); false in the head segment before the chunks,
+// and between two chunks.
+func (r *storeStreamReader) ReadingFile() (*os.File, int64, bool) {
+	if len(r.head) > 0 || r.cur == nil {
+		return nil, 0, false
+	}
+	return fileAt(r.cur)
+}
+
 func (r *storeStreamReader) Read(p []byte) (int, error) {
 	for {
 		if len(r.head) > 0 {

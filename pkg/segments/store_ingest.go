@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ds-telemetry/ds/pkg/catalogfile"
@@ -113,7 +114,16 @@ func (e *FrameConflictError) Error() string {
 type ingestStream struct {
 	id   frames.StreamID
 	desc frames.StreamDescriptor
-	cat  *catalogfile.Catalog // what the input declared of it
+	// cat is what the input declared of it, and after a commit the
+	// stream's catalog.json as that commit left it, with what the input
+	// declared since (catFile identifies the file then).
+	cat *catalogfile.Catalog
+	// catFile identifies catalog.json as the last commit left it (nil
+	// before one): a commit that finds the file unchanged takes cat as
+	// the stored catalog instead of reading the file and merging cat
+	// into it, which for 120 000 channels held two catalogs of 12 MiB at
+	// once (issue 21 item 5) and decoded one at every commit.
+	catFile *fileIdentity
 	// catChanged says that cat has had declarations since the last
 	// commit; batch and ended are what awaits the next one.
 	catChanged bool
@@ -207,6 +217,9 @@ func (c *CountingReader) N() int64 { return c.n.Load() }
 
 // remaining reports what R holds beyond what was read (a remainer).
 func (c *CountingReader) remaining() (int64, bool) { return remaining(c.R) }
+
+// fileAt reports the file under R (a FileInput).
+func (c *CountingReader) ReadingFile() (*os.File, int64, bool) { return fileAt(c.R) }
 
 // Ingest reads a DSS capture from r (a file, or a live pipe read as it
 // comes; name names it in reports) and stores its frames. Frames are
@@ -421,6 +434,24 @@ func (in *storeIngest) add(e *Entry, blk *ingestBlock) bool {
 		st.desc = e.Header.Stream
 		_, known := st.cat.Stream(st.id)
 		in.declare(st, !known, func() error { return st.cat.AddStream(e.Header.Stream, in.name) })
+		if st.refused != nil || len(e.Header.Channels) == 0 {
+			break
+		}
+		if st.cat.Len(st.id) == 0 {
+			// A stream's first catalog: the header's descriptors become
+			// the catalog's (the Reader made them for this entry alone).
+			var added bool
+			in.declare(st, false, func() (err error) {
+				added, err = st.cat.AdoptChannels(st.id, e.Header.Channels, in.name)
+				return err
+			})
+			if added && st.refused == nil {
+				in.declare(st, true, func() error { return nil })
+			}
+			e.Header.Channels = nil
+			break
+		}
+		st.cat.Grow(st.id, len(e.Header.Channels))
 		for _, d := range e.Header.Channels {
 			_, known := st.cat.Lookup(st.id, d.ID)
 			in.declare(st, !known, func() error { return st.cat.AddChannel(d, in.name) })
@@ -634,22 +665,14 @@ func (s *Store) commitStream(st *ingestStream, input string, c *Commit, warn fun
 	case state.meta.Descriptor.Stream != st.id:
 		return false, nil, fmt.Errorf("%w: the directory of %s holds %s (in %s)", ErrStoreFormat, st.id, state.meta.Descriptor.Stream, dir)
 	}
-	cat, err := storeReadCatalog(dir)
-	if err != nil {
-		return false, nil, err
-	}
-	catChanged := false
-	if !isNew {
-		if _, ok := cat.Stream(st.id); !ok {
-			cat.AddStream(state.meta.Descriptor, "") // a catalog.json lost: the stored descriptor rules
-			catChanged = true
+	catPath := filepath.Join(dir, streamCatalogFile)
+	cat, catChanged := st.cat, st.catChanged
+	if st.catFile == nil || !st.catFile.same(catPath) {
+		var err error
+		if cat, catChanged, err = mergeStoredCatalog(dir, st, isNew, state); err != nil {
+			return false, nil, err
 		}
 	}
-	merged, err := cat.MergeChanged(st.cat)
-	if err != nil {
-		return false, nil, err
-	}
-	catChanged = catChanged || merged
 	if e, ok := cat.Stream(st.id); ok && e.Declared {
 		state.meta.Descriptor = e.Descriptor
 	}
@@ -670,10 +693,13 @@ func (s *Store) commitStream(st *ingestStream, input string, c *Commit, warn fun
 		storeSyncDir(dir)
 	}
 	if catChanged || isNew {
-		if err := s.writeFileAtomicFunc(filepath.Join(dir, streamCatalogFile), func(w io.Writer) error { _, err := cat.WriteTo(w); return err }); err != nil {
+		if err := s.writeFileAtomicFunc(catPath, func(w io.Writer) error { _, err := cat.WriteTo(w); return err }); err != nil {
 			return false, nil, err
 		}
 	}
+	// cat is now what catalog.json holds (the lock is held: no other
+	// process writes it meanwhile).
+	st.cat, st.catFile = cat, identify(catPath)
 	if isNew {
 		if err := s.saveMeta(state); err != nil {
 			return false, nil, err
@@ -688,6 +714,61 @@ func (s *Store) commitStream(st *ingestStream, input string, c *Commit, warn fun
 	}
 	pc.st = st
 	return true, pc, nil
+}
+
+// mergeStoredCatalog returns the stream's catalog as catalog.json holds
+// it with what st.cat declares merged in, and whether that changed it; a
+// conflict is a *catalogfile.ConflictError. Where the file holds nothing
+// (a new stream), st.cat is the catalog, not a copy of it.
+func mergeStoredCatalog(dir string, st *ingestStream, isNew bool, state *storedStream) (*catalogfile.Catalog, bool, error) {
+	cat, err := storeReadCatalog(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	if cat.Empty() && isNew {
+		return st.cat, !st.cat.Empty(), nil
+	}
+	changed := false
+	if !isNew {
+		if _, ok := cat.Stream(st.id); !ok {
+			cat.AddStream(state.meta.Descriptor, "") // a catalog.json lost: the stored descriptor rules
+			changed = true
+		}
+	}
+	merged, err := cat.MergeChanged(st.cat)
+	if err != nil {
+		return nil, false, err
+	}
+	return cat, changed || merged, nil
+}
+
+// fileIdentity tells whether a file was replaced or changed since it was
+// identified: its device, inode, size, modification and change times.
+// ds replaces a store's files by renaming a new one over them (a new
+// inode), never in place.
+type fileIdentity struct {
+	dev, ino, size uint64
+	mtime, ctime   int64
+}
+
+// identify returns the identity of the file at path, nil where it cannot
+// be told (no such file, or a system without inodes).
+func identify(path string) *fileIdentity {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	return &fileIdentity{dev: uint64(st.Dev), ino: st.Ino, size: uint64(st.Size), mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+}
+
+// same reports whether the file at path is still the one id identified.
+func (id *fileIdentity) same(path string) bool {
+	now := identify(path)
+	return now != nil && *now == *id
 }
 
 // newBatch is the part of a batch that a commit stores.

@@ -5,10 +5,12 @@ import (
 	"hash"
 	"hash/crc64"
 	"io"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
+	"github.com/ds-telemetry/ds/pkg/segments"
 )
 
 // A store (ds ingest) is read by the views like a capture: a store
@@ -171,6 +173,19 @@ func (r *StreamReader) wait() error {
 		r.sum.Reset()
 		return nil
 	}
+}
+
+// ReadingFile reports the chunk file being read, and where in it the next
+// byte is, as the store's reader says ([segments.FileInput]): a reader of
+// the stream then decodes a large segment header from the file a piece at
+// a time.
+func (r *StreamReader) ReadingFile() (*os.File, int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if fi, ok := r.rc.(segments.FileInput); ok {
+		return fi.ReadingFile()
+	}
+	return nil, 0, false
 }
 
 // Close closes what is open; the store stays open (its [Set] holds it).

@@ -1,6 +1,7 @@
 package wireformat
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -80,4 +81,42 @@ func FuzzFastCatalog(f *testing.F) {
 			t.Fatalf("%q: (-json +fast)\n%s", b, diff)
 		}
 	})
+}
+
+// TestCatalogDecoderPieces: a catalog fed in two pieces, cut at every
+// byte, decodes as it does whole, and what is not canonical is refused
+// wherever it is cut.
+func TestCatalogDecoderPieces(t *testing.T) {
+	s := frames.StreamID{Node: "ci-7", Life: 1<<64 - 1}
+	good, err := json.Marshal(plainCatalog(s, 6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := bytes.Replace(bytes.Clone(good), []byte(`"id":8`), []byte(`"id":08`), 1)
+	for _, c := range []struct {
+		in []byte
+		ok bool
+	}{{good, true}, {[]byte("[]"), true}, {[]byte("null"), true}, {bad, false}, {good[:len(good)-1], false}, {append(bytes.Clone(good), ' '), false}} {
+		want, wantOK := fastCatalog(nil, c.in, s)
+		if wantOK != c.ok {
+			t.Fatalf("%s: fastCatalog %v", c.in, wantOK)
+		}
+		for cut := range len(c.in) + 1 {
+			d := catalogDecoder{stream: s}
+			used, ok := d.feed(c.in[:cut], false)
+			if ok {
+				rest := c.in[used:]
+				used, ok = d.feed(rest, true)
+				ok = ok && used == len(rest) && d.state == catDone
+			}
+			if ok != c.ok {
+				t.Fatalf("%s cut at %d: answered %v", c.in, cut, ok)
+			}
+			if ok {
+				if diff := cmp.Diff(want, d.dst); diff != "" {
+					t.Fatalf("%s cut at %d: (-whole +pieces)\n%s", c.in, cut, diff)
+				}
+			}
+		}
+	}
 }

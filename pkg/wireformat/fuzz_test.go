@@ -8,6 +8,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -218,6 +219,39 @@ func FuzzBlock(f *testing.F) {
 		content2, err := DecodeBlock(nil, r.Body)
 		if err != nil || !bytes.Equal(content, content2) {
 			t.Fatalf("re-encoded block decodes differently: %v", err)
+		}
+	})
+}
+
+// FuzzHeaderAt: wherever ParseHeaderAt answers, in pieces of any size,
+// ParseHeaderRepeats decodes the same bytes, with the same memo, to the
+// same header.
+func FuzzHeaderAt(f *testing.F) {
+	ex := specExamples(f)
+	f.Add(ex["header"], uint16(128))
+	s := frames.StreamID{Node: "n", Life: 3}
+	h := Header{Writer: "w", Stream: frames.StreamDescriptor{Stream: s}, Channels: plainCatalog(s, 40)}
+	b, err := AppendHeader(nil, &h)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b, uint16(150))
+	f.Fuzz(func(t *testing.T, b []byte, piece uint16) {
+		b = withHeaderCRC(b)
+		var mAt, mWhole CatalogMemo
+		for range 2 { // the second time, a repeated catalog (if large)
+			got, ok := parseHeaderAt(bytes.NewReader(b), 0, len(b), &mAt, int(piece))
+			want, n, err := ParseHeaderRepeats(b, &mWhole)
+			if !ok {
+				ParseHeaderRepeats(b, &mAt)
+				continue
+			}
+			if err != nil || n != len(b) {
+				t.Fatalf("ParseHeaderAt answered; ParseHeaderRepeats: %v, %d of %d bytes", err, n, len(b))
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("(-ParseHeaderRepeats +ParseHeaderAt):\n%s", diff)
+			}
 		}
 	})
 }

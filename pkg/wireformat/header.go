@@ -359,21 +359,45 @@ const minMemoCatalog = 64 << 10
 // (a conflict, or a view's selection by origin or label) is decoded, so
 // that a view that shows the stream from it on still learns its channels.
 func (m *CatalogMemo) repeats(catalog []byte, d frames.StreamDescriptor) bool {
+	h := m.hashes()
+	h[0].Write(catalog)
+	h[1].Write(catalog)
+	sum := [2]uint64{h[0].Sum64(), h[1].Sum64()}
+	if m.matches(len(catalog), sum, d) {
+		return true
+	}
+	m.remember(len(catalog), sum, d)
+	return false
+}
+
+// hashes returns the two hashes of m's seeds, for a catalog's bytes to be
+// written to: a catalog's sum is theirs.
+func (m *CatalogMemo) hashes() *[2]maphash.Hash {
 	if !m.seeded {
 		m.seeds, m.seeded = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, true
 	}
-	sum := [2]uint64{maphash.Bytes(m.seeds[0], catalog), maphash.Bytes(m.seeds[1], catalog)}
+	var h [2]maphash.Hash
+	h[0].SetSeed(m.seeds[0])
+	h[1].SetSeed(m.seeds[1])
+	return &h
+}
+
+// matches reports whether a catalog of size bytes whose hashes are sum, of
+// the stream d describes, is the one m remembers.
+func (m *CatalogMemo) matches(size int, sum [2]uint64, d frames.StreamDescriptor) bool {
 	same := m.stream.Stream == d.Stream && m.stream.Origin == d.Origin &&
 		(m.stream.Label == nil) == (d.Label == nil) && (d.Label == nil || *m.stream.Label == *d.Label)
-	if m.size == len(catalog) && m.sum == sum && same {
-		return true
-	}
-	m.size, m.sum, m.stream = len(catalog), sum, d
+	return m.size == size && m.sum == sum && same
+}
+
+// remember makes the catalog of size bytes whose hashes are sum, of the
+// stream d describes, the one m remembers.
+func (m *CatalogMemo) remember(size int, sum [2]uint64, d frames.StreamDescriptor) {
+	m.size, m.sum, m.stream = size, sum, d
 	if d.Label != nil {
 		label := *d.Label
 		m.stream.Label = &label
 	}
-	return false
 }
 
 // forget drops what m remembers (a catalog that did not decode).
@@ -425,32 +449,18 @@ func versionError(major byte) error {
 }
 
 func parseHeaderBody(body []byte, streamOnly bool, m *CatalogMemo) (Header, error) {
-	var h Header
-	if len(body) < len(h.SegmentID) {
-		return Header{}, fmt.Errorf("%w: header body of %d bytes has no segment id", ErrBadBody, len(body))
-	}
-	copy(h.SegmentID[:], body)
-	body = body[len(h.SegmentID):]
-	seq, k := binary.Uvarint(body)
-	if k <= 0 {
-		return Header{}, fmt.Errorf("%w: header sequence number", ErrBadBody)
-	}
-	h.Seq, body = seq, body[k:]
-	writer, body, err := cutString(body, "writer identity")
+	f, err := cutHeaderFields(body)
 	if err != nil {
 		return Header{}, err
 	}
+	h := Header{SegmentID: f.segmentID, Seq: f.seq}
 	if !streamOnly {
-		h.Writer = string(writer)
+		h.Writer = string(f.writer)
 	}
-	stream, body, err := cutString(body, "stream descriptor")
-	if err != nil {
-		return Header{}, err
-	}
-	if err := json.Unmarshal(stream, &h.Stream); err != nil {
+	if err := json.Unmarshal(f.stream, &h.Stream); err != nil {
 		return Header{}, fmt.Errorf("%w: header stream descriptor: %w", ErrBadBody, err)
 	}
-	catalog, _, err := cutString(body, "catalog")
+	catalog, _, err := cutString(f.rest, "catalog")
 	if err != nil {
 		return Header{}, err
 	}
@@ -469,6 +479,43 @@ func parseHeaderBody(body []byte, streamOnly bool, m *CatalogMemo) (Header, erro
 		return Header{}, err
 	}
 	return h, nil
+}
+
+// headerFields are the fields of a header body before its catalog, as
+// [cutHeaderFields] finds them; writer and stream alias the body, and rest
+// is what follows them (the catalog field, then what later minor versions
+// add).
+type headerFields struct {
+	segmentID      [8]byte
+	seq            uint64
+	writer, stream []byte
+	rest           []byte
+}
+
+// cutHeaderFields reads the fields of a header body before its catalog
+// (ds-format(5) "SEGMENT HEADER"): segment id, sequence number, writer
+// identity and stream descriptor, the last two not decoded. It returns an
+// error wrapping [ErrBadBody] where body ends inside them.
+func cutHeaderFields(body []byte) (headerFields, error) {
+	var f headerFields
+	if len(body) < len(f.segmentID) {
+		return f, fmt.Errorf("%w: header body of %d bytes has no segment id", ErrBadBody, len(body))
+	}
+	copy(f.segmentID[:], body)
+	body = body[len(f.segmentID):]
+	seq, k := binary.Uvarint(body)
+	if k <= 0 {
+		return f, fmt.Errorf("%w: header sequence number", ErrBadBody)
+	}
+	f.seq, body = seq, body[k:]
+	var err error
+	if f.writer, body, err = cutString(body, "writer identity"); err != nil {
+		return f, err
+	}
+	if f.stream, f.rest, err = cutString(body, "stream descriptor"); err != nil {
+		return f, err
+	}
+	return f, nil
 }
 
 // decodeCatalog decodes catalog, a header's catalog field, into
@@ -598,7 +645,23 @@ const minDescriptorSize = 48
 // counting the commas outside strings, objects and nested arrays; it
 // assumes b is a well-formed array and is only an estimate otherwise.
 func countElements(b []byte) int {
-	n, depth, inString, escaped, empty := 0, 0, false, false, true
+	var c elementCounter
+	c.feed(b)
+	return c.count()
+}
+
+// An elementCounter is countElements over an array given in pieces. The
+// zero value has seen nothing.
+type elementCounter struct {
+	n, depth          int
+	inString, escaped bool
+	nonEmpty          bool
+}
+
+// feed counts the elements in b, the bytes of the array after those fed
+// before.
+func (e *elementCounter) feed(b []byte) {
+	n, depth, inString, escaped, nonEmpty := e.n, e.depth, e.inString, e.escaped, e.nonEmpty
 	for _, c := range b {
 		switch {
 		case inString:
@@ -620,13 +683,18 @@ func countElements(b []byte) int {
 			n++
 		}
 		if depth >= 1 && c != ' ' && c != '\t' && c != '\n' && c != '\r' && !(depth == 1 && c == '[') {
-			empty = false
+			nonEmpty = true
 		}
 	}
-	if empty {
+	e.n, e.depth, e.inString, e.escaped, e.nonEmpty = n, depth, inString, escaped, nonEmpty
+}
+
+// count returns the number of elements of what was fed.
+func (e *elementCounter) count() int {
+	if !e.nonEmpty {
 		return 0
 	}
-	return n + 1
+	return e.n + 1
 }
 
 // cutString splits a uvarint-length-prefixed field off b.
