@@ -14,6 +14,12 @@ package main
 // its highest, the collector runs (so that the profile's in-use figures are
 // of that moment) and the profile is written again. The collections slow
 // the run; its peak is a little lower than without them.
+// DS_LIVEPROFILE names a file for the heap profile of the collection that
+// found the most live heap (no collection of its own: what was live at
+// the run's live peak). DS_MEMCLASSES names a file for the runtime's
+// memory classes at the peak of the resident set (heap objects, free
+// spans not yet returned, metadata): where a peak RSS above the live heap
+// comes from.
 
 import (
 	"fmt"

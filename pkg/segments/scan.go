@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"maps"
+	"os"
 	"slices"
 	"time"
 
