@@ -184,8 +184,14 @@ type storeIngest struct {
 	buffered int       // bytes buffered
 	since    time.Time // when the oldest pending thing was buffered
 	pending  bool
-	rep      IngestReport
-	errs     []error
+	// due says that CommitBytes are buffered: the commit waits for the
+	// end of the input's block being read (lastBlk), so that the block's
+	// frames go to one chunk and are copied, not compressed again (up to
+	// twice CommitBytes buffered).
+	due     bool
+	lastBlk *ingestBlock
+	rep     IngestReport
+	errs    []error
 }
 
 // ingestRun is a run of entries of the input, read by the reading
@@ -265,9 +271,13 @@ func (s *Store) Ingest(ctx context.Context, name string, r io.Reader, opts Inges
 	in := &storeIngest{s: s, name: name, opts: opts, streams: make(map[frames.StreamID]*ingestStream)}
 	cr := &CountingReader{R: r}
 	batches := make(chan ingestRun, 4)
+	// Runs go back to the reading goroutine once added: entries are 128
+	// bytes, and a run's slices made anew each time were half of what an
+	// ingest allocated (the collector's work with it).
+	free := make(chan ingestRun, 6)
 	stop := make(chan struct{})
 	defer close(stop)
-	go ingestRead(cr, batches, stop)
+	go ingestRead(cr, batches, free, stop)
 
 	tick := max(opts.CommitInterval/4, time.Millisecond)
 	ticker := time.NewTicker(tick)
@@ -285,13 +295,31 @@ func (s *Store) Ingest(ctx context.Context, name string, r io.Reader, opts Inges
 			}
 		case b := <-batches:
 			for i := range b.entries {
-				e := &b.entries[i]
-				lastOffset = e.Offset
-				commitNow := in.add(e, b.blocks[i])
-				if commitNow || in.buffered >= opts.CommitBytes {
+				e, blk := &b.entries[i], b.blocks[i]
+				if in.due && (blk == nil || blk != in.lastBlk) {
+					// The block read when CommitBytes were reached has
+					// ended.
 					if err := in.commit(lastOffset); err != nil {
 						return in.rep, err
 					}
+				}
+				lastOffset, in.lastBlk = e.Offset, blk
+				commitNow := in.add(e, blk)
+				switch {
+				case commitNow || in.buffered >= 2*opts.CommitBytes:
+					if err := in.commit(lastOffset); err != nil {
+						return in.rep, err
+					}
+				case in.buffered >= opts.CommitBytes:
+					in.due = in.pending
+				}
+			}
+			if b.err == nil {
+				clear(b.entries)
+				clear(b.blocks)
+				select {
+				case free <- ingestRun{entries: b.entries[:0], blocks: b.blocks[:0]}:
+				default:
 				}
 			}
 			var ce *CorruptError
@@ -328,8 +356,9 @@ const ingestRunLen = 256
 // ingestRead reads entries from r and sends them in runs: a run ends when
 // it is ingestRunLen entries long, when the reader would wait for input, and at
 // damage or the end. Each entry read from a Block record is sent with
-// that block (its body copied once). It stops when stop is closed.
-func ingestRead(r io.Reader, out chan<- ingestRun, stop <-chan struct{}) {
+// that block (its body copied once). Runs come back on free to be filled
+// again (none may: it makes new ones). It stops when stop is closed.
+func ingestRead(r io.Reader, out chan<- ingestRun, free <-chan ingestRun, stop <-chan struct{}) {
 	// Summaries are read as entries (and ignored by add), not skipped:
 	// a skipped summary made Buffered count bytes that Next then passed
 	// over, so the run before it was held until more input came, and a
@@ -373,7 +402,11 @@ func ingestRead(r io.Reader, out chan<- ingestRun, stop <-chan struct{}) {
 				blk, blkOff = &ingestBlock{body: bytes.Clone(body)}, e.Offset
 			}
 			if run.entries == nil {
-				run.entries, run.blocks = make([]Entry, 0, ingestRunLen), make([]*ingestBlock, 0, ingestRunLen)
+				select {
+				case run = <-free:
+				default:
+					run.entries, run.blocks = make([]Entry, 0, ingestRunLen), make([]*ingestBlock, 0, ingestRunLen)
+				}
 			}
 			run.entries = append(run.entries, e)
 			run.blocks = append(run.blocks, blk)
@@ -582,6 +615,7 @@ func (in *storeIngest) finish(offset int64, err error) (IngestReport, error) {
 // commit stores what is pending, under the store's lock, then calls
 // Acked. offset is Commit.Offset.
 func (in *storeIngest) commit(offset int64) error {
+	in.due = false
 	if !in.pending {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 )
@@ -151,6 +152,68 @@ func TestStoreIngestCopiesBlocks(t *testing.T) {
 		}
 		if f.Position != want.Position || f.Channel != want.Channel || !bytes.Equal(f.Payload, want.Payload) {
 			t.Fatalf("frame %d: got %d ch %d %q, want %d ch %d %q", i, f.Position, f.Channel, f.Payload, want.Position, want.Channel, want.Payload)
+		}
+	}
+}
+
+// TestStoreIngestCommitsAtBlockEnds: a commit due by CommitBytes waits for
+// the end of the input block being read, so that no block is split between
+// two chunks and compressed again: with commits every few blocks, every
+// block of the input is still copied unchanged, and nothing is lost.
+func TestStoreIngestCommitsAtBlockEnds(t *testing.T) {
+	const n = 4000
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, descS, []frames.ChannelDescriptor{c2}, WriterOptions{Compression: CompressZstd, BlockSize: 16 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := w.WriteFrame(frames.Frame{Channel: 2, Position: frames.Position(i), Payload: benchLines[i%len(benchLines)]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.dss")
+	if err := os.WriteFile(in, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inBodies, inFrames := storeBlockBodies(t, in)
+	s, err := CreateStore(filepath.Join(dir, "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// 40 KiB: a commit every two or three blocks of 16 KiB, due inside one.
+	rep, err := s.Ingest(context.Background(), "in.dss", bytes.NewReader(buf.Bytes()), IngestOptions{CommitBytes: 40 << 10, CommitInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Frames != n || rep.Commits < 5 {
+		t.Fatalf("report %+v: want %d frames in 5 commits or more", rep, n)
+	}
+	chunks, err := filepath.Glob(filepath.Join(s.Dir(), storeStreams, "*", streamChunks, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outBodies, outFrames := storeBlockBodies(t, chunks...)
+	for b := range outBodies {
+		if !inBodies[b] {
+			t.Errorf("a block of the chunks (%d bytes) is not one of the input's", len(b))
+		}
+	}
+	if len(outBodies) != len(inBodies) {
+		t.Errorf("%d blocks in the chunks, %d in the input", len(outBodies), len(inBodies))
+	}
+	slices.SortFunc(outFrames, func(a, b frames.Frame) int { return cmp.Compare(a.Position, b.Position) })
+	if len(outFrames) != len(inFrames) {
+		t.Fatalf("%d frames stored, want %d", len(outFrames), len(inFrames))
+	}
+	for i := range outFrames {
+		if outFrames[i].Position != inFrames[i].Position || !bytes.Equal(outFrames[i].Payload, inFrames[i].Payload) {
+			t.Fatalf("frame %d differs", i)
 		}
 	}
 }
