@@ -955,7 +955,12 @@ func (w *Writer) Reset(desc frames.StreamDescriptor, catalog []frames.ChannelDes
 
 // reset is Reset; shared is newWriter's.
 func (w *Writer) reset(desc frames.StreamDescriptor, catalog []frames.ChannelDescriptor, opts WriterOptions, shared bool) error {
-	nw, err := newWriter(w.w, desc, catalog, opts, shared)
+	return w.resetTo(w.w, desc, catalog, opts, shared)
+}
+
+// resetTo is reset to another output, out (a store's next chunk file).
+func (w *Writer) resetTo(out io.Writer, desc frames.StreamDescriptor, catalog []frames.ChannelDescriptor, opts WriterOptions, shared bool) error {
+	nw, err := newWriter(out, desc, catalog, opts, shared)
 	if err != nil {
 		return err
 	}
