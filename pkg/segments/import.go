@@ -122,7 +122,7 @@ type bufferedReader struct {
 	under io.Reader
 }
 
-// fileAt reports the file under the buffer, and where the next byte is:
+// ReadingFile reports the file under the buffer, and where the next byte is:
 // the buffer's first (a FileInput).
 func (b bufferedReader) ReadingFile() (*os.File, int64, bool) {
 	f, off, ok := fileAt(b.under)
@@ -134,7 +134,7 @@ func (b bufferedReader) remaining() (int64, bool) {
 	return n + int64(b.Buffered()), ok
 }
 
-// fileAt reports the file under r, and where the next byte is: the
+// ReadingFile reports the file under r, and where the next byte is: the
 // prefix's first, before what r reads (a FileInput).
 func (p *prefixReader) ReadingFile() (*os.File, int64, bool) {
 	f, off, ok := fileAt(p.r)

@@ -1006,7 +1006,7 @@ func (c *inputReader) Read(p []byte) (int, error) {
 // remaining reports what r holds beyond what was read (a remainer).
 func (c *inputReader) remaining() (int64, bool) { return remaining(c.r) }
 
-// fileAt reports the file under r (a FileInput).
+// ReadingFile reports the file under r (a FileInput).
 func (c *inputReader) ReadingFile() (*os.File, int64, bool) { return fileAt(c.r) }
 
 // feed is the reader goroutine's side of the batches.

@@ -287,7 +287,7 @@ func (f *batchFeed) Read(p []byte) (int, error) {
 // remainer, for the Reader's buffer).
 func (f *batchFeed) remaining() (int64, bool) { return remaining(f.r) }
 
-// fileAt reports the file under its input (a FileInput).
+// ReadingFile reports the file under its input (a FileInput).
 func (f *batchFeed) ReadingFile() (*os.File, int64, bool) { return fileAt(f.r) }
 
 // take makes sure there is a batch to fill; false once Scan has returned.

@@ -176,6 +176,10 @@ type Store struct {
 	// cleaned says that STORE/tmp was emptied under the lock (see lock);
 	// guarded by mu.
 	cleaned bool
+	// chunkWriter is the writer of the last chunk written, reset to the
+	// next one (writeChunk), its output and catalog let go; guarded
+	// by mu (chunks are written under the lock).
+	chunkWriter *Writer
 }
 
 // storeMarkerText is the content of a store's marker file.

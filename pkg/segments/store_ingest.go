@@ -190,7 +190,6 @@ type storeIngest struct {
 	// twice CommitBytes buffered).
 	due     bool
 	lastBlk *ingestBlock
-	writer  *Writer // of the last chunk written, reused for the next
 
 	rep  IngestReport
 	errs []error
@@ -226,7 +225,7 @@ func (c *CountingReader) N() int64 { return c.n.Load() }
 // remaining reports what R holds beyond what was read (a remainer).
 func (c *CountingReader) remaining() (int64, bool) { return remaining(c.R) }
 
-// fileAt reports the file under R (a FileInput).
+// ReadingFile reports the file under R (a FileInput).
 func (c *CountingReader) ReadingFile() (*os.File, int64, bool) { return fileAt(c.R) }
 
 // Ingest reads a DSS capture from r (a file, or a live pipe read as it
@@ -638,7 +637,7 @@ func (in *storeIngest) commit(offset int64) error {
 		if !st.pending() {
 			continue
 		}
-		changed, pc, err := in.s.commitStream(st, in.name, &c, in.warn, &in.writer)
+		changed, pc, err := in.s.commitStream(st, in.name, &c, in.warn)
 		var ce *catalogfile.ConflictError
 		if errors.As(err, &ce) {
 			in.refuse(st, &refusedError{in.name, st.id, err})
@@ -688,9 +687,8 @@ func (in *storeIngest) commit(offset int64) error {
 // and its new frames to a temporary chunk file, not yet synced, which
 // installChunk puts in place. It reports whether it changes the stream.
 // The caller holds the lock. A catalog conflict is a
-// *catalogfile.ConflictError, and changes nothing. The chunk's writer is
-// *reuse's, made anew where it is nil (see writeChunkWith).
-func (s *Store) commitStream(st *ingestStream, input string, c *Commit, warn func(error), reuse **Writer) (bool, *pendingChunk, error) {
+// *catalogfile.ConflictError, and changes nothing.
+func (s *Store) commitStream(st *ingestStream, input string, c *Commit, warn func(error)) (bool, *pendingChunk, error) {
 	dir := s.streamDir(st.id)
 	state, err := loadStoredStream(dir, st.chunks)
 	isNew := errors.Is(err, fs.ErrNotExist)
@@ -745,7 +743,7 @@ func (s *Store) commitStream(st *ingestStream, input string, c *Commit, warn fun
 	if len(keep.frames) == 0 && !writeEnded {
 		return isNew || catChanged, nil, nil
 	}
-	pc, err := s.writeChunkWith(reuse, state, cat.Descriptors(st.id), keep.frames, writeEnded)
+	pc, err := s.writeChunk(state, cat.Descriptors(st.id), keep.frames, writeEnded)
 	if err != nil {
 		return false, nil, err
 	}
@@ -940,16 +938,12 @@ func (pc *pendingChunk) discard() {
 // caller holds the lock, and syncs (syncChunks) and installs
 // (installChunk) or discards the chunk; channels, in the order of ids, is
 // the writer's from then on.
+//
+// The writer is the store's last chunk's, reset to the new chunk, keeping
+// the buffers it grew: an ingest writes a chunk at every commit (ds
+// collect at every batch it fetches), and a writer made anew for each grew
+// its block buffer from nothing each time (an eighth of ingest's CPU).
 func (s *Store) writeChunk(state *storedStream, channels []frames.ChannelDescriptor, frs []ingestFrame, ended bool) (*pendingChunk, error) {
-	return s.writeChunkWith(nil, state, channels, frs, ended)
-}
-
-// writeChunkWith is writeChunk with the writer of the last chunk that
-// *reuse holds (nil: none), made the next chunk's, keeping the buffers it
-// grew; the writer is left in *reuse. An ingest writes a chunk at every
-// commit: a writer made anew for each grew its block buffer from nothing
-// each time (an eighth of ingest's CPU).
-func (s *Store) writeChunkWith(reuse **Writer, state *storedStream, channels []frames.ChannelDescriptor, frs []ingestFrame, ended bool) (*pendingChunk, error) {
 	pc := &pendingChunk{state: state, frames: uint64(len(frs)), ended: ended}
 	if len(frs) == 0 {
 		pc.cf = storeChunk{empty: true}
@@ -967,16 +961,17 @@ func (s *Store) writeChunkWith(reuse **Writer, state *storedStream, channels []f
 	// (a fresh slice, Catalog.Descriptors), not a copy: a catalog of
 	// 120 000 channels is 8 MiB.
 	opts := WriterOptions{Compression: CompressZstd, WriterID: storeWriterID}
-	var w *Writer
-	if reuse != nil && *reuse != nil {
-		w = *reuse
+	w := s.chunkWriter
+	if w != nil {
 		err = w.resetTo(pc.tmp, state.meta.Descriptor, channels, opts, true)
-	} else {
-		w, err = newWriter(pc.tmp, state.meta.Descriptor, channels, opts, true)
+	} else if w, err = newWriter(pc.tmp, state.meta.Descriptor, channels, opts, true); err == nil {
+		s.chunkWriter = w
 	}
-	if reuse != nil && err == nil {
-		*reuse = w
-	}
+	defer func() {
+		if w := s.chunkWriter; w != nil {
+			w.w, w.catalog = nil, nil // the file and the catalog are not kept
+		}
+	}()
 	for i := 0; err == nil && i < len(frs); {
 		// A block is tried at its first frame only: each frame is looked
 		// at at most twice.
@@ -1004,6 +999,8 @@ func (s *Store) writeChunkWith(reuse **Writer, state *storedStream, channels []f
 		err = w.EndSegment()
 	}
 	if err != nil {
+		// Its blocks may still be being compressed: not reused.
+		s.chunkWriter = nil
 		pc.discard()
 		return nil, fmt.Errorf("segments: store: write chunk of %s: %w", state.meta.Descriptor.Stream, err)
 	}
