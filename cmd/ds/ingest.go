@@ -44,9 +44,11 @@ stored (exit 1); the other streams' are. Frames below a stream's trim
 horizon (ds trim) are dropped. Damaged input is reported on stderr with
 its byte range, and the good frames around it are stored (exit 3).
 
-Frames are buffered and committed when --commit-bytes are buffered, when
---commit-interval has passed with something buffered, at each stream's
-end, and at the end of an input. A commit holds the store's lock (a
+Frames are buffered and committed when --commit-bytes are buffered (at
+the end of the input's compressed block being read, so that the block is
+stored as it is, not compressed again: at most twice --commit-bytes),
+when --commit-interval has passed with something buffered, at each
+stream's end, and at the end of an input. A commit holds the store's lock (a
 second ds ingest waits its turn; readers never wait) and writes new frames
 as a chunk file, synced and renamed into place: kill -9 at any instant
 loses nothing committed, and running the same ds ingest again stores the

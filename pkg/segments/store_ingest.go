@@ -27,8 +27,8 @@ const (
 	// commit stores them (1 s).
 	DefaultCommitInterval = time.Second
 	// DefaultCommitBytes is how much an ingest buffers before it commits,
-	// in bytes (8 MiB: with the collector at GOGC=50, ds ingest then
-	// peaks under 64 MiB of RSS, ARCHITECTURE.md §7).
+	// in bytes (8 MiB: under ds ingest's soft memory limit of 44 MiB it
+	// then peaks under 64 MiB of RSS, ARCHITECTURE.md §7).
 	DefaultCommitBytes = 8 << 20
 )
 
@@ -43,7 +43,9 @@ type IngestOptions struct {
 	// input, read as it comes). 0 means DefaultCommitInterval.
 	CommitInterval time.Duration
 	// CommitBytes commits when this much is buffered, in bytes (payloads
-	// plus 64 bytes a frame). 0 means DefaultCommitBytes.
+	// plus 64 bytes a frame), at the end of the input block being read
+	// (its frames are then stored as the block, not compressed again),
+	// or at twice it within a block. 0 means DefaultCommitBytes.
 	CommitBytes int
 	// TempDir is unused by this version: chunks are written in STORE/tmp,
 	// which is on the store's file system, so that a rename commits them.
