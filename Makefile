@@ -49,10 +49,10 @@ race:
 ## share no goroutines, and skip under it). make sweeps runs the sweeps
 ## alone.
 scripts:
-	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -run '^(TestScript|TestTruncationSweep|TestBitFlipSweep|TestFlipEveryHeaderBit)$$' ./cmd/ds ./pkg/segments
+	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -run '^(TestScript|TestTruncationSweep|TestBitFlipSweep|TestFlipEveryHeaderBit|TestFlipLargeHeader)$$' ./cmd/ds ./pkg/segments
 
 sweeps:
-	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -run '^(TestTruncationSweep|TestBitFlipSweep|TestFlipEveryHeaderBit)$$' ./pkg/segments
+	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -run '^(TestTruncationSweep|TestBitFlipSweep|TestFlipEveryHeaderBit|TestFlipLargeHeader)$$' ./pkg/segments
 
 ## trials: the 50 seeded kill -9 trials of ds ingest, without the race
 ## detector (under it, make race runs 10 of them).

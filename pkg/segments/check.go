@@ -400,6 +400,9 @@ type inputChecker struct {
 	// last may turn out to be a torn tail.
 	pending  *CorruptError
 	pendingN int
+	// lastDamage is the last damaged range the reader returned: a
+	// header recovered from its copy comes right after its own.
+	lastDamage CorruptError
 }
 
 type checkConflictKey struct {
@@ -460,12 +463,14 @@ func (ck *inputChecker) readDSS(ctx context.Context, r io.Reader) error {
 		var ce *CorruptError
 		if errors.As(err, &ce) {
 			ck.damage(ce)
+			ck.lastDamage = *ce
 			continue
 		}
 		if err != nil {
 			ck.flushDamage(false)
 			return err
 		}
+		damagedTo := ck.lastDamage.End == e.Offset && ck.pending != nil
 		if ck.pending != nil {
 			ck.flushDamage(false)
 		}
@@ -473,6 +478,12 @@ func (ck *inputChecker) readDSS(ctx context.Context, r io.Reader) error {
 		case EntrySegment:
 			h := e.Header
 			ck.header(e.Offset, h.Stream, h.Seq, h.SegmentID, true, h.Channels)
+			if damagedTo {
+				// Perhaps recovered from its HeaderCopy, which the
+				// reader returns at the copy's offset: the segment
+				// (and its summary's length) may start at the damage.
+				ck.seg.damagedFrom = ck.lastDamage.Offset
+			}
 		case EntryChannel:
 			ck.channel(e.Offset, *e.Channel)
 		case EntryFrame:
@@ -727,7 +738,7 @@ func (ck *inputChecker) summary(offset int64, s frames.StreamID, sum *wireformat
 	if sum.Seq != sg.seq {
 		m.Fields |= SummarySeq
 	}
-	if offset-sum.Length != sg.offset {
+	if start := offset - sum.Length; start != sg.offset && (sg.damagedFrom < 0 || start != sg.damagedFrom) {
 		m.Fields |= SummaryLength
 	}
 	m.Fields |= sg.tally.disagree(sum)
@@ -770,11 +781,14 @@ type checkSegment struct {
 	damaged    bool // damage met since its header, or a block not read
 	summarised bool
 	tally      checkTally
+	// damagedFrom is the start of the damaged range that ended right at
+	// its header (one recovered from its HeaderCopy starts there), or -1.
+	damagedFrom int64
 }
 
 func (sg *checkSegment) start(offset int64, s frames.StreamID, seq uint64, id [8]byte, hasID bool) {
 	chans := sg.tally.chans[:0]
-	*sg = checkSegment{active: true, offset: offset, stream: s, seq: seq, id: id, hasID: hasID}
+	*sg = checkSegment{active: true, offset: offset, stream: s, seq: seq, id: id, hasID: hasID, damagedFrom: -1}
 	sg.tally.chans = chans
 }
 

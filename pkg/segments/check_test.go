@@ -130,6 +130,19 @@ func TestCheck(t *testing.T) {
 		t.Errorf("flipped: first finding %#v", fs[0][0])
 	}
 
+	// A flipped header bit: the header is recovered from its HeaderCopy,
+	// the damage is the only finding (its summary's length counts from
+	// the damaged header, not from the copy the reader returns).
+	hdrFlip := bytes.Clone(good)
+	hdrFlip[40] ^= 0x04
+	fs, reps = checkAll(t, CheckOptions{Format: InputDSS}, hdrFlip)
+	if len(fs[0]) != 1 || reps[0].Problems != 1 || reps[0].Frames != 6 {
+		t.Fatalf("header bit: findings %v, %d problems, %d frames; want the damage only, 6 frames", fs[0], reps[0].Problems, reps[0].Frames)
+	}
+	if d, ok := fs[0][0].(*DamagedRange); !ok || d.Offset != 0 {
+		t.Errorf("header bit: finding %#v", fs[0][0])
+	}
+
 	other := channel(streamS, 2)
 	other.Name = "proc.other.stdout"
 	renamed := writeEvents(t, descS, []frames.ChannelDescriptor{channel(streamS, 1), other}, WriterOptions{Rand: detRand(2)}, smallEvents())

@@ -275,7 +275,9 @@ func TestFixturesReencode(t *testing.T) {
 // fixtures as ds wrote them in format version M.N (kept, never
 // regenerated), and checks that each reads as its fixture of today does:
 // the same entries at the same offsets, but the header's version.
-// Version 1.1's are the fixtures before 1.2 added the S2 block codec.
+// Version 1.1's are the fixtures before 1.2 added the S2 block codec;
+// 1.2's, before 1.3 added the parity copy (the fixtures' headers are
+// small: the same bytes but the version and CRCs).
 func TestCompatFixtures(t *testing.T) {
 	paths, _ := filepath.Glob(filepath.Join(fixtureRoot, "compat", "v*", "*.dss"))
 	if len(paths) == 0 {

@@ -23,7 +23,8 @@ import (
 // bit": whichever bit of a capture is flipped, every frame outside the
 // record (or block) that holds it is still read, named by its channel, in
 // its stream. A damaged segment header costs only itself: the reader
-// recovers the segment from the HeaderCopy record after it.
+// recovers the segment from the HeaderCopy record after it (for a header
+// too large for one, from its parity copy: parity_test.go).
 
 // flipFrame is a frame as a reader of a damaged capture must still give
 // it: its stream, the name its channel has there, position and payload.

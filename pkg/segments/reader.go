@@ -909,7 +909,9 @@ func (r *Reader) damaged(x int64, cause error) (bool, error) {
 // where the lengths of the body's own fields say it does. The copy is
 // taken if it is a HeaderCopy record that checks under the seed of the
 // segment id it carries, that id is the damaged header's but for at most
-// one bit, and its body decodes. It returns the header, the copy's
+// one bit, and its body decodes; a parity copy (of a header too large
+// for a whole one), if it repairs the header body the buffer holds before
+// it. It returns the header, the copy's
 // offset and end, and valid; needMore when the input ended before a
 // candidate could be checked; invalid otherwise. It reads as needed and
 // leaves the read position at x.
@@ -982,8 +984,8 @@ func nearHeader(b []byte) bool {
 
 // checkCopy checks for a HeaderCopy record at input offset at for the
 // damaged header at x (the read position) whose segment id field holds
-// id: see recoverHeader. It returns the header the copy holds and the
-// record's end.
+// id: see recoverHeader. It returns the header the copy holds, or, for a
+// parity copy, the header repaired with it, and the record's end.
 func (r *Reader) checkCopy(x, at int64, id uint64) (wireformat.Header, int64, candidate) {
 	var h wireformat.Header
 	head := int(at-x) + 5
@@ -1019,6 +1021,19 @@ func (r *Reader) checkCopy(x, at int64, id uint64) (wireformat.Header, int64, ca
 	parsed, _, err := wireformat.ParseRecord(rec, wireformat.Seed(copyID), r.max)
 	if err != nil {
 		return h, 0, invalid
+	}
+	if wireformat.IsHeaderParity(parsed.Body) {
+		// A header too large for a whole copy: its body is where the
+		// candidate says, and is repaired in the buffer.
+		p, err := wireformat.ParseHeaderParity(parsed.Body)
+		if err != nil || int64(p.BodyLen) != at-x-wireformat.HeaderOverhead {
+			return h, 0, invalid
+		}
+		body := r.data(x+wireformat.HeaderPrefixSize, x+wireformat.HeaderPrefixSize+int64(p.BodyLen))
+		if h, _, err = p.Recover(body); err != nil {
+			return h, 0, invalid
+		}
+		return h, at + int64(n), valid
 	}
 	if h, err = wireformat.ParseHeaderCopy(parsed.Body); err != nil {
 		return h, 0, invalid

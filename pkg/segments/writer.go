@@ -328,7 +328,8 @@ func sameDescriptor(a, b frames.ChannelDescriptor) bool {
 // the summary of the current one, and the header's HeaderCopy record
 // (ds-format(5) "HeaderCopy"), with which a reader recovers the segment
 // if the header is damaged. A header too large for a record (over 4 MiB:
-// a catalog of tens of thousands of channels) goes without a copy.
+// a catalog of tens of thousands of channels) is followed by its parity
+// copy instead, which repairs damage confined to one 256 KiB shard.
 func (w *Writer) startSegment() error {
 	if w.started {
 		if !w.segEnded {
@@ -369,8 +370,13 @@ func (w *Writer) startSegment() error {
 		if err != nil {
 			return fmt.Errorf("segments: segment header: %w", err)
 		}
+		hdr := len(w.buf)
 		w.buf, err = wireformat.AppendHeaderCopy(w.buf, w.buf[n:])
-		if err != nil && !errors.Is(err, wireformat.ErrTooLarge) {
+		if errors.Is(err, wireformat.ErrTooLarge) {
+			// Too large for a whole copy: its parity copy.
+			w.buf, err = wireformat.AppendHeaderParity(w.buf, w.buf[n:hdr])
+		}
+		if err != nil {
 			return fmt.Errorf("segments: header copy: %w", err)
 		}
 		w.started, w.rotate, w.segEnded = true, false, false
@@ -412,10 +418,15 @@ func (w *Writer) streamHeader(h *wireformat.Header, plan *wireformat.HeaderPlan)
 	case err != nil:
 		return fmt.Errorf("segments: segment header: %w", err)
 	}
+	// Its parity copy goes out with the records after it.
+	k := len(w.buf)
+	if w.buf, err = plan.AppendParity(w.buf); err != nil {
+		return fmt.Errorf("segments: header copy: %w", err)
+	}
 	w.started, w.rotate, w.segEnded = true, false, false
 	w.segID, w.seed = h.SegmentID, h.Seed()
 	w.bufSeed = w.seed
-	w.segBytes, w.segContent, w.segStart = n, 0, w.opts.Now()
+	w.segBytes, w.segContent, w.segStart = n+int64(len(w.buf)-k), 0, w.opts.Now()
 	w.segHead = w.segBytes
 	w.seg.reset()
 	if cap(w.buf) > 4*writeChunk {

@@ -30,7 +30,9 @@
 //     Trimmed (uvarint trim horizon of a store; [AppendTrimmedBody],
 //     [ParseTrimmedBody]), HeaderCopy (the header's version and body again,
 //     right after it, to recover a damaged header; [AppendHeaderCopy],
-//     [ParseHeaderCopy], [HeaderFieldsSize]). Types 0x08–0x3F are reserved
+//     [ParseHeaderCopy], [HeaderFieldsSize]; for a header too large for
+//     that, its parity copy: [AppendHeaderParity], [ParseHeaderParity],
+//     [HeaderParity.Recover]). Types 0x08–0x3F are reserved
 //     and 0x40–0x7F experimental: decoders return them so that readers can
 //     skip them.
 //   - A record that would contain the magic is stored escaped, so the magic

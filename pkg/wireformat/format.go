@@ -17,10 +17,12 @@ const Magic = "\x89DSS\r\n\x1a\n"
 // refuses a segment whose major version is not MajorVersion and reads one of
 // any minor version, ignoring header-body bytes it does not know. Minor
 // version 1 added the HeaderCopy record ([TypeHeaderCopy]); 1.0 readers skip
-// it as a reserved record.
+// it as a reserved record. Version 2 added the S2 block codec, version 3
+// the parity form of the HeaderCopy ([ParityKind]), which 1.1 and 1.2
+// readers skip as a HeaderCopy.
 const (
 	MajorVersion = 1
-	MinorVersion = 2
+	MinorVersion = 3
 )
 
 // Sizes of the fixed parts of the format, in bytes.

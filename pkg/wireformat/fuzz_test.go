@@ -255,3 +255,54 @@ func FuzzHeaderAt(f *testing.F) {
 		}
 	})
 }
+
+// FuzzHeaderParity: a parity copy of any bytes, decoded or refused, never
+// panics, and repairs a body of any bytes or refuses it; a body it
+// repairs, it changes in at most one shard, to bytes whose shard CRC is
+// the copy's.
+func FuzzHeaderParity(f *testing.F) {
+	s := frames.StreamID{Node: "n", Life: 3}
+	h := Header{SegmentID: [8]byte{5}, Writer: "w", Stream: frames.StreamDescriptor{Stream: s}, Channels: plainCatalog(s, 12)}
+	hdr, err := AppendHeader(nil, &h)
+	if err != nil {
+		f.Fatal(err)
+	}
+	body := hdr[HeaderPrefixSize : len(hdr)-4]
+	b := newParityBuilder(100)
+	b.Write(body)
+	rec, err := b.appendRecord(nil, MinorVersion, h.SegmentID)
+	if err != nil {
+		f.Fatal(err)
+	}
+	parsed, _, err := ParseRecord(rec, h.Seed(), 0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	damaged := bytes.Clone(body)
+	damaged[150] ^= 8
+	f.Add(parsed.Body, damaged)
+	f.Add(parsed.Body, body)
+	f.Fuzz(func(t *testing.T, copyBody, body []byte) {
+		p, err := ParseHeaderParity(copyBody)
+		if err != nil {
+			return
+		}
+		before := bytes.Clone(body)
+		_, bad, err := p.Recover(body)
+		changed := 0
+		for i := range p.CRCs {
+			if i*p.ShardSize < len(body) && !bytes.Equal(p.shardOf(before, i), p.shardOf(body, i)) {
+				changed++
+				if i != bad {
+					t.Fatalf("shard %d changed, shard %d said rebuilt", i, bad)
+				}
+				if crc32.Checksum(p.shardOf(body, i), castagnoli) != p.CRCs[i] {
+					t.Fatalf("shard %d rebuilt to bytes that fail its CRC", i)
+				}
+			}
+		}
+		if changed > 1 || changed == 0 && bad >= 0 {
+			t.Fatalf("%d shards changed, shard %d rebuilt, %v", changed, bad, err)
+		}
+	})
+}

@@ -118,6 +118,7 @@ type HeaderPlan struct {
 	stream     []byte // the stream descriptor's JSON
 	catalogLen int    // the catalog's JSON, bytes
 	body       int    // the body, bytes
+	parity     *parityBuilder
 }
 
 // PlanHeader sizes h, encoding one descriptor at a time through buf
@@ -168,7 +169,8 @@ func WriteHeader(w io.Writer, h *Header, buf []byte) (int64, []byte, error) {
 // reuse. It returns the bytes written to w, buf, and an error:
 // ErrMagicInHeader before anything is written (the magic cannot occur
 // from the catalog on, see below), or w's, after which a part of the
-// header may have been written.
+// header may have been written. It computes the header's parity copy as
+// it goes, for [HeaderPlan.AppendParity].
 func (p *HeaderPlan) Write(w io.Writer, buf []byte) (int64, []byte, error) {
 	h := p.h
 	b := append(buf[:0], Magic...)
@@ -189,8 +191,12 @@ func (p *HeaderPlan) Write(w io.Writer, buf []byte) (int64, []byte, error) {
 	}
 	var written int64
 	crc := uint32(0)
+	p.parity = newParityBuilder(ParityShardSize)
+	bodyFrom := HeaderPrefixSize // of b, where the body starts
 	flush := func() error {
 		crc = crc32.Update(crc, castagnoli, b)
+		p.parity.Write(b[bodyFrom:])
+		bodyFrom = 0
 		k, err := w.Write(b)
 		written += int64(k)
 		b = b[:0]
@@ -220,10 +226,22 @@ func (p *HeaderPlan) Write(w io.Writer, buf []byte) (int64, []byte, error) {
 		return written, b, fmt.Errorf("wireformat: catalog encoded to %d bytes, then %d", p.catalogLen, wrote)
 	}
 	crc = crc32.Update(crc, castagnoli, b)
+	p.parity.Write(b[bodyFrom:])
 	b = binary.LittleEndian.AppendUint32(b, crc)
 	k, err := w.Write(b)
 	written += int64(k)
 	return written, b[:0], err
+}
+
+// AppendParity appends the parity copy ([AppendHeaderParity]) of the
+// header that [HeaderPlan.Write] last wrote whole, computed as it wrote it.
+// It returns dst unchanged and an error wrapping [ErrBadBody] when Write
+// has not written the whole header.
+func (p *HeaderPlan) AppendParity(dst []byte) ([]byte, error) {
+	if p.parity == nil || p.parity.n != p.body {
+		return dst, fmt.Errorf("%w: header parity copy of a header not written whole", ErrBadBody)
+	}
+	return p.parity.appendRecord(dst, MinorVersion, p.h.SegmentID)
 }
 
 // CheckHeader reports the error [AppendHeader] would return for h, but

@@ -78,7 +78,7 @@ func parseExampleLine(line string) ([]byte, error) {
 // The values the man page's EXAMPLES section describes.
 var (
 	exStream  = frames.StreamID{Node: "n1", Life: 7}
-	exHeader  = Header{Major: 1, Minor: 2, SegmentID: [8]byte{1, 2, 3, 4, 5, 6, 7, 8}, Writer: "ds 0.1.0", Stream: frames.StreamDescriptor{Stream: exStream}, Channels: []frames.ChannelDescriptor{}}
+	exHeader  = Header{Major: 1, Minor: MinorVersion, SegmentID: [8]byte{1, 2, 3, 4, 5, 6, 7, 8}, Writer: "ds 0.1.0", Stream: frames.StreamDescriptor{Stream: exStream}, Channels: []frames.ChannelDescriptor{}}
 	exChannel = frames.ChannelDescriptor{Stream: exStream, ID: 1, Name: "app.out", Content: frames.TextStream()}
 	exFrame   = frames.Frame{Channel: 1, Position: 0, Payload: []byte("hi")}
 	exEscaped = frames.Frame{Channel: 1, Position: 1, Payload: []byte(Magic)}
