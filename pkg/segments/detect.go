@@ -95,7 +95,9 @@ const legacyFixedSize = 4 + 8 + 8 + 4 + 4
 //     most two bytes wrong at the start, a magic within the first 64 KiB,
 //     or, further on but within the first [DetectWindow] bytes, a magic
 //     followed by a valid segment header (a capture read from the middle
-//     of a segment, whose first bytes are the rest of a record):
+//     of a segment, whose first bytes are the rest of a record; a header
+//     that would end beyond the bytes Detect holds, up to 16 MiB, by the
+//     fields [wireformat.CheckHeaderStart] checks):
 //     [InputDSS], the bytes before the header being damage (ds-format(5)
 //     "Resynchronisation") that the segment reader reports;
 //   - anything else: [ErrNotCapture].
@@ -204,6 +206,20 @@ func midSegmentDSS(br *bufio.Reader) ([]byte, bool, error) {
 			_, _, herr := wireformat.ParseHeader(b[at:])
 			if herr == nil {
 				return b, true, nil
+			}
+			if herr == io.ErrUnexpectedEOF && len(b[at:]) >= wireformat.HeaderPrefixSize &&
+				at+wireformat.HeaderOverhead+int(binary.LittleEndian.Uint32(b[at+10:])) > DetectWindow+importBufferSize {
+				// A header larger than the room left (a catalog of up
+				// to 16 MiB): its start is checked as far as it goes,
+				// its CRC is the reader's to check.
+				if _, serr := wireformat.CheckHeaderStart(b[at:]); serr == nil {
+					return b, true, nil
+				} else if serr == io.ErrUnexpectedEOF && err == nil {
+					searched = at
+					break
+				}
+				searched = at + 1
+				continue
 			}
 			if herr == io.ErrUnexpectedEOF && err == nil {
 				// Its end is not read yet: look again after the next read.

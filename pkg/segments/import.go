@@ -145,6 +145,9 @@ func (p *prefixReader) Read(b []byte) (int, error) {
 	if len(p.pre) > 0 {
 		n := copy(b, p.pre)
 		p.pre = p.pre[n:]
+		if len(p.pre) == 0 {
+			p.pre = nil // up to 12 MiB, let go (Detect's window)
+		}
 		return n, nil
 	}
 	return p.r.Read(b)

@@ -4,10 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"testing"
+	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
 	"github.com/ds-telemetry/ds/pkg/wireformat"
@@ -161,4 +167,73 @@ func TestFlipLargeHeader(t *testing.T) {
 		t.Errorf("two shards damaged: damage %v, %d frames after it", ce, frameCount)
 	}
 	t.Logf("%d bytes, headers of %d bytes: %d bits flipped one at a time", len(data), hsize, len(flips))
+}
+
+// TestLargeHeaderAfterJunk checks ds-format(5)'s "read from the middle"
+// for a first header too large to hold within Detect's window: 8 MiB of
+// bytes that are no capture (the rest of a segment) before a 4.6 MB
+// header is a DSS capture (Detect checks the header's start), one whose
+// stream descriptor is damaged there is not; read from a file, directly
+// or as a section (the views), every frame is read after one damaged
+// range, and the scan checks the header from the file, a piece at a
+// time, rather than reading it whole into its buffer.
+func TestLargeHeaderAfterJunk(t *testing.T) {
+	data, hsize := parityCapture(t)
+	junk := bytes.Repeat([]byte("the rest of a record\n"), (8<<20)/21)
+	in := slices.Concat(junk, data)
+	if len(junk)+hsize <= DetectWindow+importBufferSize {
+		t.Fatalf("the header ends at %d, within Detect's %d bytes", len(junk)+hsize, DetectWindow+importBufferSize)
+	}
+	if got, err := Detect(bytes.NewReader(in)); err != nil || got != InputDSS {
+		t.Fatalf("Detect = %v, %v; want a DSS capture", got, err)
+	}
+	bad := bytes.Clone(in)
+	i := bytes.Index(bad[len(junk):], []byte(`{"stream"`))
+	if i < 0 {
+		t.Fatal("no stream descriptor in the header")
+	}
+	bad[len(junk)+i] = 'x'
+	if got, err := Detect(bytes.NewReader(bad)); !errors.Is(err, ErrNotCapture) {
+		t.Errorf("stream descriptor damaged: Detect = %v, %v; want ErrNotCapture", got, err)
+	}
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	want := readFrom(t, NewReader(bytes.NewReader(in), ReaderOptions{}), len(in))
+	runtime.ReadMemStats(&after)
+	inMemory := largeAllocated(&before, &after)
+	if len(want.corrupt) != 1 || want.corrupt[0].Offset != 0 || want.corrupt[0].End != int64(len(junk)) {
+		t.Fatalf("in memory: damage %v, want [0, %d)", want.corrupt, len(junk))
+	}
+	path := filepath.Join(t.TempDir(), "junk.dss")
+	if err := os.WriteFile(path, in, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, section := range []bool{false, true} {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var src io.Reader = f
+		if section {
+			src = &CountingReader{R: io.NewSectionReader(f, 0, int64(len(in)))}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		got := readFrom(t, NewReader(src, ReaderOptions{}), len(in))
+		runtime.ReadMemStats(&after)
+		f.Close()
+		if diff := cmp.Diff(summarize(want), summarize(got)); diff != "" {
+			t.Errorf("section %v: (-in memory +from the file):\n%s", section, diff)
+		}
+		// Each header's descriptors and 3 MiB (a piece to check it, one
+		// to decode it, the Reader's buffer): no buffer of a header's
+		// size (the scan once read each candidate header whole to check
+		// it: 17.8 MB, 22.7 as a section).
+		limit := 2 * (38_000*uint64(unsafe.Sizeof(frames.ChannelDescriptor{})) + 3<<20)
+		if large := largeAllocated(&before, &after); large > limit {
+			t.Errorf("section %v: %d bytes allocated in large objects (in memory: %d), want at most %d", section, large, inMemory, limit)
+		}
+	}
 }

@@ -592,8 +592,8 @@ func (r *Reader) readHeaderAt(x int64, n int, h *wireformat.Header) (bool, error
 }
 
 // fileAt returns the regular file that src reads, and the file offset of
-// the next byte src's Read returns, where src is such a file or a wrapper
-// of one that says (a FileInput).
+// the next byte src's Read returns, where src is such a file, a section
+// of one (io.SectionReader), or a wrapper of one that says (a FileInput).
 func fileAt(src io.Reader) (*os.File, int64, bool) {
 	switch s := src.(type) {
 	case FileInput:
@@ -608,6 +608,21 @@ func fileAt(src io.Reader) (*os.File, int64, bool) {
 			return nil, 0, false
 		}
 		return s, off, true
+	case *io.SectionReader:
+		// A section of a file (the views read a stream's sections so).
+		outer, base, _ := s.Outer()
+		f, ok := outer.(*os.File)
+		if !ok {
+			return nil, 0, false
+		}
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			return nil, 0, false
+		}
+		off, err := s.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return nil, 0, false
+		}
+		return f, base + off, true
 	}
 	return nil, 0, false
 }
@@ -1197,6 +1212,13 @@ func (r *Reader) checkCandidate(c int64) candidate {
 		if size > wireformat.MaxHeaderSize {
 			return invalid
 		}
+		if n := wireformat.HeaderOverhead + int(size); n > largeHeader {
+			if ok, known := r.checkHeaderAt(c, n); ok {
+				return valid
+			} else if known {
+				return invalid
+			}
+		}
 		end := c + wireformat.HeaderPrefixSize + int64(size)
 		return r.checkCRC(c, end, 0)
 	}
@@ -1209,6 +1231,24 @@ func (r *Reader) checkCandidate(c int64) candidate {
 		return invalid
 	}
 	return r.checkCRC(c, c+5+int64(size), r.seed)
+}
+
+// checkHeaderAt checks the candidate header of n bytes at input offset c
+// from the file under the input, a piece at a time
+// ([wireformat.HeaderCheckAt]), so that a scan does not read a large
+// header (up to 16 MiB) into its buffer to check it. known is false where
+// the input is not a regular file that holds the whole header: the caller
+// then checks it in the buffer.
+func (r *Reader) checkHeaderAt(c int64, n int) (valid, known bool) {
+	f, next, ok := fileAt(r.src)
+	if !ok {
+		return false, false
+	}
+	at := next - (r.base + int64(r.w) - c) // the header's file offset
+	if fi, err := f.Stat(); at < 0 || err != nil || fi.Size()-at < int64(n) {
+		return false, false
+	}
+	return wireformat.HeaderCheckAt(f, at, n), true
 }
 
 // checkCRC reports whether input[end:end+4] holds CRC32C(seed prefix ‖

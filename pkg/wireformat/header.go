@@ -536,6 +536,57 @@ func cutHeaderFields(body []byte) (headerFields, error) {
 	return f, nil
 }
 
+// CheckHeaderStart checks what b holds of a segment header's start, for
+// an input whose header is too large to hold before deciding that it is
+// a DSS capture (segments.Detect): the magic, major version 1, a body
+// length within [MaxHeaderSize], and the body's fields up to the
+// catalog: a writer identity of UTF-8 without control characters, a
+// stream descriptor that decodes, and a catalog that starts with '['
+// and whose length keeps the fields within the body length (a later
+// minor version may add fields after it). b must hold
+// the fields up to the catalog's first byte; the CRC, beyond b, is not
+// checked. It returns the body length, or an error wrapping
+// [ErrBadMagic], [ErrUnknownVersion], [ErrTooLarge] or [ErrBadBody], or
+// io.ErrUnexpectedEOF when b is too short.
+func CheckHeaderStart(b []byte) (int, error) {
+	if len(b) < HeaderPrefixSize {
+		return 0, io.ErrUnexpectedEOF
+	}
+	if string(b[:len(Magic)]) != Magic {
+		return 0, ErrBadMagic
+	}
+	if b[8] != MajorVersion {
+		return 0, versionError(b[8])
+	}
+	size := int(binary.LittleEndian.Uint32(b[10:]))
+	if size > MaxHeaderSize {
+		return 0, fmt.Errorf("%w: segment header body of %d bytes", ErrTooLarge, size)
+	}
+	body := b[HeaderPrefixSize:min(len(b), HeaderPrefixSize+size)]
+	f, err := cutHeaderFields(body)
+	if err != nil {
+		if len(body) < size {
+			return 0, io.ErrUnexpectedEOF
+		}
+		return 0, err
+	}
+	if !utf8.Valid(f.writer) || containsControl(string(f.writer)) {
+		return 0, fmt.Errorf("%w: header writer identity", ErrBadBody)
+	}
+	var desc frames.StreamDescriptor
+	if err := json.Unmarshal(f.stream, &desc); err != nil {
+		return 0, fmt.Errorf("%w: header stream descriptor: %w", ErrBadBody, err)
+	}
+	n, k := binary.Uvarint(f.rest)
+	switch {
+	case k == 0 || k > 0 && len(f.rest) == k:
+		return 0, io.ErrUnexpectedEOF
+	case k < 0 || uint64(len(body)-len(f.rest)+k)+n > uint64(size) || f.rest[k] != '[':
+		return 0, fmt.Errorf("%w: header catalog length", ErrBadBody)
+	}
+	return size, nil
+}
+
 // decodeCatalog decodes catalog, a header's catalog field, into
 // h.Channels; h.Stream must be set (each descriptor must be of its
 // stream).

@@ -158,3 +158,32 @@ func clip(b []byte, at, start, end int) []byte {
 	}
 	return b[lo:hi]
 }
+
+// HeaderCheckAt reports whether the n bytes at offset off of src are a
+// segment header whose magic, major version, length (it must say n) and
+// CRC32C check, reading them in pieces of [HeaderPiece] bytes: a
+// resynchronising reader of a file tells a large header from damage
+// without holding it (the fields are then ParseHeaderAt's to decode). It
+// reports false on a read error or short read too.
+func HeaderCheckAt(src io.ReaderAt, off int64, n int) bool {
+	if n < HeaderOverhead || n > HeaderOverhead+MaxHeaderSize {
+		return false
+	}
+	buf := make([]byte, min(n, HeaderPiece))
+	if !readAt(src, buf, off) ||
+		string(buf[:len(Magic)]) != Magic || buf[len(Magic)] != MajorVersion ||
+		HeaderOverhead+int(binary.LittleEndian.Uint32(buf[10:])) != n {
+		return false
+	}
+	crcAt := n - 4
+	crc := uint32(0)
+	for at := 0; at < crcAt; at += HeaderPiece {
+		b := buf[:min(HeaderPiece, crcAt-at)]
+		if !readAt(src, b, off+int64(at)) {
+			return false
+		}
+		crc = crc32.Update(crc, castagnoli, b)
+	}
+	var stored [4]byte
+	return readAt(src, stored[:], off+int64(crcAt)) && binary.LittleEndian.Uint32(stored[:]) == crc
+}

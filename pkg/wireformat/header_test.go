@@ -515,3 +515,46 @@ func TestWriteHeader(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestCheckHeaderStart: the start of a header, cut anywhere from its
+// catalog's first byte on, checks, with the body length; cut before,
+// it is io.ErrUnexpectedEOF; a damaged magic, version, length, writer
+// identity, stream descriptor or catalog length does not check.
+func TestCheckHeaderStart(t *testing.T) {
+	s := frames.StreamID{Node: "n1", Life: 3}
+	h := Header{SegmentID: [8]byte{1}, Seq: 2, Writer: "ds test", Stream: frames.StreamDescriptor{Stream: s}, Channels: wideCatalog(s, 20)}
+	b, err := AppendHeader(nil, &h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog := bytes.IndexByte(b, '[')
+	for n := range len(b) + 1 {
+		size, err := CheckHeaderStart(b[:n])
+		switch {
+		case n > catalog && (err != nil || size != len(b)-HeaderOverhead):
+			t.Fatalf("cut to %d bytes (catalog at %d): %d, %v", n, catalog, size, err)
+		case n <= catalog && err != io.ErrUnexpectedEOF:
+			t.Fatalf("cut to %d bytes, before the catalog at %d: %v, want io.ErrUnexpectedEOF", n, catalog, err)
+		}
+	}
+	stream := bytes.Index(b, []byte(`{"stream"`))
+	for _, tc := range []struct {
+		name string
+		at   int
+		to   byte
+	}{
+		{"magic", 1, 'X'},
+		{"version", 8, 2},
+		{"length", 13, 0x7F},
+		{"writer identity", bytes.Index(b, []byte("ds test")), 0x07},
+		{"stream descriptor", stream, 'x'},
+		{"catalog length", catalog - 1, 0x7F},
+		{"catalog", catalog, '{'},
+	} {
+		d := bytes.Clone(b)
+		d[tc.at] = tc.to
+		if _, err := CheckHeaderStart(d[:catalog+10]); err == nil || err == io.ErrUnexpectedEOF {
+			t.Errorf("%s damaged: %v, want an error of the header", tc.name, err)
+		}
+	}
+}
