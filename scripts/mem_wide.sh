@@ -4,8 +4,10 @@
 # 64 MiB every reader and writer must keep to (issue 21 item 5): segment
 # headers of 16 MiB, each declaring about 120 000 channels, from
 # scripts/readbench -mode wide (wide.dss, and wide2.dss: the same on a
-# second stream, for merge and diff); and a store of both, whose
-# catalog.json holds 240 000 channels (about 60 MB).
+# second stream, for merge and diff); one file of both streams (ds merge
+# of the two, and the two concatenated), read from its start and from its
+# middle; and a store of both, whose catalog.json holds 240 000 channels
+# (about 60 MB).
 # The peak is the kernel's ru_maxrss of the finished process, read by
 # readbench -mode peak (it cannot read below its own ~6 MiB). The baseline
 # of the same run is `cat wide.dss`, which holds next to nothing. It only
@@ -49,6 +51,25 @@ measure "ds latest wide.dss" "$ds" latest "$w"
 measure "ds export tsv wide.dss" "$ds" export tsv "$w"
 measure "ds merge wide.dss wide2.dss" "$ds" merge -o "$work/merged.dss" "$w" "$w2"
 measure "ds recover wide.dss" "$ds" recover -o "$work/recovered.dss" "$w"
+# One file of two wide streams: what ds merge writes of the two (a
+# segment of each), and the two captures concatenated (two each).
+merged=$work/merged.dss two=$work/two.dss
+cat "$w" "$w2" > "$two"
+for f in merged two; do
+	in=$work/$f.dss
+	measure "ds log $f.dss (2 wide streams)" "$ds" log "$in"
+	measure "ds info $f.dss" "$ds" info "$in"
+	measure "ds tail $f.dss" "$ds" tail "$in"
+	measure "ds gaps $f.dss" "$ds" gaps "$in"
+	measure "ds check $f.dss" "$ds" check "$in"
+	measure "ds latest $f.dss" "$ds" latest "$in"
+	measure "ds export tsv $f.dss" "$ds" export tsv "$in"
+done
+measure "ds ingest STORE2 two.dss (new)" "$ds" ingest "$work/store2" "$two"
+cp "$w" "$work/append.dss"
+measure "ds wrap --append -o wide.dss" "$ds" wrap --append -o "$work/append.dss" -- true
+tail -c +16000000 "$two" > "$work/middle.dss"
+measure "ds log --cat (from the middle)" "$ds" log --cat "$work/middle.dss"
 measure "ds diff wide.dss wide2.dss" "$ds" diff "$w" "$w2"
 measure "ds report wide.dss" "$ds" report -o "$work/report.html" "$w"
 measure "ds ingest STORE wide.dss (new)" "$ds" ingest "$store" "$w"

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -124,9 +123,9 @@ type bufferedReader struct {
 
 // ReadingFile reports the file under the buffer, and where the next byte is:
 // the buffer's first (a FileInput).
-func (b bufferedReader) ReadingFile() (*os.File, int64, bool) {
-	f, off, ok := fileAt(b.under)
-	return f, off - int64(b.Buffered()), ok && off >= int64(b.Buffered())
+func (b bufferedReader) ReadingFile() (io.ReaderAt, int64, int64, bool) {
+	f, off, end, ok := fileAt(b.under)
+	return f, off - int64(b.Buffered()), end, ok && off >= int64(b.Buffered())
 }
 
 func (b bufferedReader) remaining() (int64, bool) {
@@ -136,9 +135,9 @@ func (b bufferedReader) remaining() (int64, bool) {
 
 // ReadingFile reports the file under r, and where the next byte is: the
 // prefix's first, before what r reads (a FileInput).
-func (p *prefixReader) ReadingFile() (*os.File, int64, bool) {
-	f, off, ok := fileAt(p.r)
-	return f, off - int64(len(p.pre)), ok && off >= int64(len(p.pre))
+func (p *prefixReader) ReadingFile() (io.ReaderAt, int64, int64, bool) {
+	f, off, end, ok := fileAt(p.r)
+	return f, off - int64(len(p.pre)), end, ok && off >= int64(len(p.pre))
 }
 
 func (p *prefixReader) Read(b []byte) (int, error) {

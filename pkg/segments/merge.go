@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 
 	"github.com/ds-telemetry/ds/pkg/frames"
@@ -1007,7 +1006,7 @@ func (c *inputReader) Read(p []byte) (int, error) {
 func (c *inputReader) remaining() (int64, bool) { return remaining(c.r) }
 
 // ReadingFile reports the file under r (a FileInput).
-func (c *inputReader) ReadingFile() (*os.File, int64, bool) { return fileAt(c.r) }
+func (c *inputReader) ReadingFile() (io.ReaderAt, int64, int64, bool) { return fileAt(c.r) }
 
 // feed is the reader goroutine's side of the batches.
 type feed struct {

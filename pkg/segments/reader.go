@@ -553,14 +553,14 @@ const largeHeader = 2 * readBufferSize
 // the whole header, or the header is not one ParseHeaderAt answers for
 // (damage among them): the caller then reads it whole.
 func (r *Reader) readHeaderAt(x int64, n int, h *wireformat.Header) (bool, error) {
-	f, next, ok := fileAt(r.src)
+	f, next, size, ok := fileAt(r.src)
 	if !ok {
 		return false, nil
 	}
 	end := r.base + int64(r.w) // the input offset of the file's byte at next
 	unread := x + int64(n) - end
 	at := next - (end - x) // the header's file offset
-	if fi, err := f.Stat(); at < 0 || err != nil || fi.Size()-at < int64(n) {
+	if at < 0 || size-at < int64(n) {
 		return false, nil
 	}
 	got, ok := wireformat.ParseHeaderAt(f, at, n, r.memo)
@@ -591,52 +591,48 @@ func (r *Reader) readHeaderAt(x int64, n int, h *wireformat.Header) (bool, error
 	return true, nil
 }
 
-// fileAt returns the regular file that src reads, and the file offset of
-// the next byte src's Read returns, where src is such a file, a section
-// of one (io.SectionReader), or a wrapper of one that says (a FileInput).
-func fileAt(src io.Reader) (*os.File, int64, bool) {
+// fileAt returns what src reads as an io.ReaderAt, the offset in it of
+// the next byte src's Read returns, and where what it holds ends, where
+// src is a regular file, a section of any io.ReaderAt (io.SectionReader:
+// the views read a stream's sections of a file so), or a wrapper of
+// either that says (a FileInput).
+func fileAt(src io.Reader) (io.ReaderAt, int64, int64, bool) {
 	switch s := src.(type) {
 	case FileInput:
 		return s.ReadingFile()
 	case *os.File:
 		fi, err := s.Stat()
 		if err != nil || !fi.Mode().IsRegular() {
-			return nil, 0, false
+			return nil, 0, 0, false
 		}
 		off, err := s.Seek(0, io.SeekCurrent)
 		if err != nil {
-			return nil, 0, false
+			return nil, 0, 0, false
 		}
-		return s, off, true
+		return s, off, fi.Size(), true
 	case *io.SectionReader:
-		// A section of a file (the views read a stream's sections so).
-		outer, base, _ := s.Outer()
-		f, ok := outer.(*os.File)
-		if !ok {
-			return nil, 0, false
-		}
-		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-			return nil, 0, false
-		}
+		outer, base, n := s.Outer()
 		off, err := s.Seek(0, io.SeekCurrent)
 		if err != nil {
-			return nil, 0, false
+			return nil, 0, 0, false
 		}
-		return f, base + off, true
+		return outer, base + off, base + n, true
 	}
-	return nil, 0, false
+	return nil, 0, 0, false
 }
 
-// A FileInput is an input of a [Reader] that reads a regular file and
-// can say which, and the file offset of the next byte its Read returns
-// (ok false where it cannot say now). A Reader decodes a large segment
-// header of such an input from the file a piece at a time
+// A FileInput is an input of a [Reader] that reads a regular file (or
+// any io.ReaderAt: a section of a capture, a store's chunk) and can say
+// which, the offset in it of the next byte its Read returns, and where
+// what it holds ends (ok false where it cannot say now). A Reader decodes
+// a large segment header of such an input from it a piece at a time
 // ([wireformat.ParseHeaderAt]) instead of holding its bytes: for a header
-// of 16 MiB, 16 MiB less at the peak (issue 21 item 5). An *os.File is
-// one; a wrapper of one implements it to keep that, and must pass every
-// byte the Reader reads past the header through Read as before.
+// of 16 MiB, 16 MiB less at the peak (issue 21 item 5). An *os.File and
+// an *io.SectionReader are such inputs without saying; a wrapper of one
+// implements it to keep that, and must pass every byte the Reader reads
+// past the header through Read as before.
 type FileInput interface {
-	ReadingFile() (f *os.File, next int64, ok bool)
+	ReadingFile() (f io.ReaderAt, next, end int64, ok bool)
 }
 
 // readRecord reads the record at the read position. It reports whether *e
@@ -1240,12 +1236,12 @@ func (r *Reader) checkCandidate(c int64) candidate {
 // the input is not a regular file that holds the whole header: the caller
 // then checks it in the buffer.
 func (r *Reader) checkHeaderAt(c int64, n int) (valid, known bool) {
-	f, next, ok := fileAt(r.src)
+	f, next, size, ok := fileAt(r.src)
 	if !ok {
 		return false, false
 	}
 	at := next - (r.base + int64(r.w) - c) // the header's file offset
-	if fi, err := f.Stat(); at < 0 || err != nil || fi.Size()-at < int64(n) {
+	if at < 0 || size-at < int64(n) {
 		return false, false
 	}
 	return wireformat.HeaderCheckAt(f, at, n), true

@@ -17,7 +17,8 @@ import (
 )
 
 // largeHeaderCapture returns a capture of several segments, each under a
-// header of about 3.5 MB (40 000 channels), and the header's size.
+// header of about 4.8 MB (40 000 channels: too large for a HeaderCopy,
+// followed by its parity copy), and the header's size.
 func largeHeaderCapture(t *testing.T) ([]byte, int) {
 	t.Helper()
 	cat := make([]frames.ChannelDescriptor, 40_000)
@@ -162,3 +163,76 @@ func largeAllocated(before, after *runtime.MemStats) uint64 {
 	}
 	return after.TotalAlloc - before.TotalAlloc - small
 }
+
+// TestLargeHeaderSections: a Reader of a section of any io.ReaderAt (the
+// views read a stream's sections of a capture so, through their own
+// ReaderAts) and a BackWalker decode large headers from it a piece at a
+// time, and return what a Reader of the bytes in memory does; a damaged
+// header is still read whole and reported the same.
+func TestLargeHeaderSections(t *testing.T) {
+	data, hsize := largeHeaderCapture(t)
+	damaged := bytes.Clone(data)
+	damaged[hsize/2] ^= 1
+	for _, in := range []struct {
+		name string
+		b    []byte
+	}{{"sound", data}, {"catalog byte", damaged}} {
+		want := readFrom(t, NewReader(bytes.NewReader(in.b), ReaderOptions{}), len(in.b))
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		sr := io.NewSectionReader(onlyReaderAt{bytes.NewReader(in.b)}, 0, int64(len(in.b)))
+		got := readFrom(t, NewReader(&CountingReader{R: sr}, ReaderOptions{}), len(in.b))
+		runtime.ReadMemStats(&after)
+		if diff := cmp.Diff(summarize(want), summarize(got)); diff != "" {
+			t.Errorf("%s: (-bytes +section):\n%s", in.name, diff)
+		}
+		headers := 0
+		for _, e := range want.entries {
+			if e.Kind == EntrySegment {
+				headers++
+			}
+		}
+		limit := uint64(headers) * (40_000*uint64(unsafe.Sizeof(frames.ChannelDescriptor{})) + 2<<20)
+		if large := largeAllocated(&before, &after); in.name == "sound" && large > limit {
+			t.Errorf("%s: %d bytes allocated in objects over 32 KiB, want at most %d (%d headers of %d bytes)", in.name, large, limit, headers, hsize)
+		}
+	}
+
+	// The walk from the end: the same headers as a whole read gives,
+	// without a buffer of a header's size.
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	w := NewBackWalker(bytes.NewReader(data), int64(len(data)))
+	var spans []Span
+	for {
+		sp, err := w.Prev()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		spans = append(spans, sp)
+	}
+	runtime.ReadMemStats(&after)
+	if len(spans) < 2 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	for _, sp := range spans {
+		h, _, err := wireformat.ParseHeader(data[sp.Offset:])
+		if err != nil || sp.Header == nil || !cmp.Equal(*sp.Header, h) {
+			t.Fatalf("span at %d: header differs from ParseHeader's (%v)", sp.Offset, err)
+		}
+	}
+	limit := uint64(len(spans)) * (40_000*uint64(unsafe.Sizeof(frames.ChannelDescriptor{})) + 2<<20)
+	if large := largeAllocated(&before, &after); large > limit {
+		t.Errorf("walk: %d bytes allocated in objects over 32 KiB, want at most %d (%d headers of %d bytes)", large, limit, len(spans), hsize)
+	}
+}
+
+// onlyReaderAt hides every method of its io.ReaderAt but ReadAt.
+type onlyReaderAt struct{ r io.ReaderAt }
+
+func (o onlyReaderAt) ReadAt(b []byte, off int64) (int, error) { return o.r.ReadAt(b, off) }

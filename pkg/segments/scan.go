@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"time"
 
@@ -288,7 +287,7 @@ func (f *batchFeed) Read(p []byte) (int, error) {
 func (f *batchFeed) remaining() (int64, bool) { return remaining(f.r) }
 
 // ReadingFile reports the file under its input (a FileInput).
-func (f *batchFeed) ReadingFile() (*os.File, int64, bool) { return fileAt(f.r) }
+func (f *batchFeed) ReadingFile() (io.ReaderAt, int64, int64, bool) { return fileAt(f.r) }
 
 // take makes sure there is a batch to fill; false once Scan has returned.
 func (f *batchFeed) take() bool {

@@ -1095,9 +1095,9 @@ type storeStreamReader struct {
 // ReadingFile reports the chunk file being read, and where in it the next
 // byte is (a [FileInput]); false in the head segment before the chunks,
 // and between two chunks.
-func (r *storeStreamReader) ReadingFile() (*os.File, int64, bool) {
+func (r *storeStreamReader) ReadingFile() (io.ReaderAt, int64, int64, bool) {
 	if len(r.head) > 0 || r.cur == nil {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
 	return fileAt(r.cur)
 }

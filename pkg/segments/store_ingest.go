@@ -228,7 +228,7 @@ func (c *CountingReader) N() int64 { return c.n.Load() }
 func (c *CountingReader) remaining() (int64, bool) { return remaining(c.R) }
 
 // ReadingFile reports the file under R (a FileInput).
-func (c *CountingReader) ReadingFile() (*os.File, int64, bool) { return fileAt(c.R) }
+func (c *CountingReader) ReadingFile() (io.ReaderAt, int64, int64, bool) { return fileAt(c.R) }
 
 // Ingest reads a DSS capture from r (a file, or a live pipe read as it
 // comes; name names it in reports) and stores its frames. Frames are

@@ -90,14 +90,14 @@ func TestStoreStreamReaderFile(t *testing.T) {
 	if !ok {
 		t.Fatalf("%T is not a FileInput", rc)
 	}
-	if _, _, ok := fi.ReadingFile(); ok {
+	if _, _, _, ok := fi.ReadingFile(); ok {
 		t.Error("a file before anything was read")
 	}
 	b := make([]byte, 10)
 	if _, err := io.ReadFull(rc, b); err != nil {
 		t.Fatal(err)
 	}
-	f, off, ok := fi.ReadingFile()
+	f, off, _, ok := fi.ReadingFile()
 	if !ok || off != 10 {
 		t.Fatalf("ReadingFile: %v, %d", ok, off)
 	}

@@ -231,6 +231,15 @@ func (w *BackWalker) headerAt(off, limit int64) (*wireformat.Header, int64, erro
 	if size > wireformat.MaxHeaderSize+wireformat.HeaderOverhead || off+size > limit {
 		return nil, 0, nil
 	}
+	if size > largeHeader && !w.StreamOnly && (w.MaxRead <= 0 || w.BytesRead+2*size <= w.MaxRead) {
+		// Decoded from the input a piece at a time, as a Reader of a
+		// file does: never its 16 MiB beside its descriptors. It reads
+		// the header twice; one it does not answer for is read whole.
+		if h, ok := wireformat.ParseHeaderAt(w.r, off, int(size), nil); ok {
+			w.BytesRead += 2 * size
+			return &h, size, nil
+		}
+	}
 	b, err = w.read(w.hbuf, off, int(size))
 	w.hbuf = b[:0]
 	if cap(b) > 1<<20 {

@@ -5,7 +5,6 @@ import (
 	"hash"
 	"hash/crc64"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -179,13 +178,13 @@ func (r *StreamReader) wait() error {
 // byte is, as the store's reader says ([segments.FileInput]): a reader of
 // the stream then decodes a large segment header from the file a piece at
 // a time.
-func (r *StreamReader) ReadingFile() (*os.File, int64, bool) {
+func (r *StreamReader) ReadingFile() (io.ReaderAt, int64, int64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if fi, ok := r.rc.(segments.FileInput); ok {
 		return fi.ReadingFile()
 	}
-	return nil, 0, false
+	return nil, 0, 0, false
 }
 
 // Close closes what is open; the store stays open (its [Set] holds it).

@@ -125,6 +125,7 @@ func infoFromEnd(ctx context.Context, in *sources.Input, info *views.Info, sink 
 		span       *segments.Span // kept for the first keptSpans places
 	}
 	var places []place
+	kept := 0 // channels of the headers of the spans kept
 	w := segments.NewBackWalker(in.File, in.Size)
 	for {
 		sp, err := w.Prev()
@@ -142,8 +143,9 @@ func infoFromEnd(ctx context.Context, in *sources.Input, info *views.Info, sink 
 			}
 			later = later.add(s, first, last)
 		}
-		if pl.summarised && len(places) < keptSpans {
+		if pl.summarised && len(places) < keptSpans && kept+len(sp.Header.Channels) <= keptChannels {
 			pl.span = &sp
+			kept += len(sp.Header.Channels)
 		}
 		places = append(places, pl)
 		if len(places) >= manySegments && in.Size/int64(len(places)) < smallSegment {
@@ -208,7 +210,9 @@ func (n notTorn) Damage(offset, end int64, torn bool, err error) {
 // A capture whose first manySegments segments from its end average less
 // than smallSegment bytes is read record by record by ds info. The walk
 // keeps the headers and summaries of the last keptSpans segments (a few
-// MiB); the others it reads again.
+// MiB), as long as their catalogs hold at most keptChannels channels in
+// all (about 5 MiB of descriptors: the four 16 MiB headers of two wide
+// streams once kept 33 MB); the others it reads again.
 //
 // After maxRefused summaries that Info could not take (segments out of
 // order or repeated: copies of a capture concatenated), the rest of the
@@ -218,6 +222,7 @@ const (
 	manySegments = 1024
 	smallSegment = 64 << 10
 	keptSpans    = 4096
+	keptChannels = 64 << 10
 )
 
 // positionSets holds, per stream, the positions that segments read later
