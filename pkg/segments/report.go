@@ -87,11 +87,18 @@ func (o *CheckPrinter) Finding(name string, f Finding) {
 	case *ChannelConflict:
 		first, second := f.First, f.Second
 		d := second.Channel
-		o.line(true, checkConflict{
+		finding := checkConflict{
 			checkHead: checkHead{name, "conflict"}, Stream: d.Stream.String(), ChannelID: d.ID,
 			First:  checkPlace{first.Input, first.Offset, first.Channel.Name, first.Channel.Content},
 			Second: checkPlace{second.Input, second.Offset, d.Name, d.Content},
-		}, "%s: stream %s: channel %d declared as %s %s and as %s at byte %d",
+		}
+		if first.Input == second.Input && first.Offset == second.Offset {
+			// Twice in one header's catalog.
+			o.line(true, finding, "%s: stream %s: channel %d declared twice in the header at byte %d, as %s and as %s",
+				name, textfmt.Quote(d.Stream.String()), d.ID, second.Offset, checkDescribe(first.Channel), checkDescribe(d))
+			break
+		}
+		o.line(true, finding, "%s: stream %s: channel %d declared as %s %s and as %s at byte %d",
 			name, textfmt.Quote(d.Stream.String()), d.ID, checkDescribe(first.Channel), checkWhere(name, first.Input, first.Offset), checkDescribe(d), second.Offset)
 	case *SummaryMismatch:
 		sum, seg := f.Summary, &f.Segment

@@ -366,8 +366,10 @@ func ingestRead(r io.Reader, out chan<- ingestRun, free <-chan ingestRun, stop <
 	// a skipped summary made Buffered count bytes that Next then passed
 	// over, so the run before it was held until more input came, and a
 	// live input's last frames (ds emit's, before its closing summary)
-	// were not committed by an interrupt.
-	rd := NewReader(r, ReaderOptions{})
+	// were not committed by an interrupt. A large catalog that repeats
+	// the one its stream's previous header carried declares nothing new
+	// and is not decoded again (a 16 MiB header's descriptors are 8 MB).
+	rd := NewReader(r, ReaderOptions{SkipRepeatedCatalogs: true})
 	var (
 		run    ingestRun
 		arena  []byte
