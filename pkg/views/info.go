@@ -158,12 +158,12 @@ const maxClockRuns = 1 << 16
 // infoStream is what Info keeps of one stream: about 200 bytes, plus its
 // channels and lists.
 type infoStream struct {
-	desc     frames.StreamDescriptor
-	chans    []infoChannel // in order of appearance
+	desc  frames.StreamDescriptor
+	chans []infoChannel // in order of appearance
 	// sparse is set once chans is not 1, 2, 3, … by id (as writers
 	// number a stream's channels): until then a channel is found by its
 	// id, without a map (120 000 channels of a 16 MiB header: 5 MB).
-	sparse bool
+	sparse   bool
 	segments int
 	firstSeq uint64     // of the first segment header read
 	drops    *infoDrops // nil until a health record
