@@ -106,16 +106,9 @@ type prefixReader struct {
 	r   io.Reader
 }
 
-// remaining reports what is left: the prefix and what r holds (a
-// remainer).
-func (p *prefixReader) remaining() (int64, bool) {
-	n, ok := remaining(p.r)
-	return n + int64(len(p.pre)), ok
-}
-
 // bufferedReader is the bufio.Reader of ScanAny over its input, which
-// says how much is left (a remainer): what the input holds and what the
-// buffer does.
+// says what file it reads and where (a FileInput): the Reader's buffer
+// then grows at once to a large header the file holds.
 type bufferedReader struct {
 	*bufio.Reader
 	under io.Reader
@@ -126,11 +119,6 @@ type bufferedReader struct {
 func (b bufferedReader) ReadingFile() (io.ReaderAt, int64, int64, bool) {
 	f, off, end, ok := fileAt(b.under)
 	return f, off - int64(b.Buffered()), end, ok && off >= int64(b.Buffered())
-}
-
-func (b bufferedReader) remaining() (int64, bool) {
-	n, ok := remaining(b.under)
-	return n + int64(b.Buffered()), ok
 }
 
 // ReadingFile reports the file under r, and where the next byte is: the

@@ -1002,9 +1002,6 @@ func (c *inputReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// remaining reports what r holds beyond what was read (a remainer).
-func (c *inputReader) remaining() (int64, bool) { return remaining(c.r) }
-
 // ReadingFile reports the file under r (a FileInput).
 func (c *inputReader) ReadingFile() (io.ReaderAt, int64, int64, bool) { return fileAt(c.r) }
 

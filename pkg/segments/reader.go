@@ -413,39 +413,13 @@ func (r *Reader) makeRoom(n int) {
 }
 
 // srcHolds reports whether the input is known to hold at least need more
-// bytes beyond those read from it: a regular file, directly or through
-// the wrappers of Scan and ScanAny (see remaining).
+// bytes beyond those read from it: a regular file or a section, directly
+// or through the wrappers of Scan and ScanAny (see fileAt), holds what
+// lies between its next byte and its end (what a reader following a
+// growing file sees now).
 func (r *Reader) srcHolds(need int) bool {
-	rem, ok := remaining(r.src)
-	return ok && rem >= int64(need)
-}
-
-// remaining returns the bytes that src holds beyond those read from it,
-// if that is known: for a regular *os.File its size less its offset
-// (what a reader following a growing file sees now), for a wrapper that
-// says (a remainer) what it says; false for a pipe or anything else.
-func remaining(src io.Reader) (int64, bool) {
-	switch s := src.(type) {
-	case remainer:
-		return s.remaining()
-	case *os.File:
-		fi, err := s.Stat()
-		if err != nil || !fi.Mode().IsRegular() {
-			return 0, false
-		}
-		off, err := s.Seek(0, io.SeekCurrent)
-		if err != nil {
-			return 0, false
-		}
-		return fi.Size() - off, true
-	}
-	return 0, false
-}
-
-// A remainer is an input wrapper that knows how many bytes are left in
-// what it wraps, as [remaining] reports them.
-type remainer interface {
-	remaining() (int64, bool)
+	_, next, end, ok := fileAt(r.src)
+	return ok && end-next >= int64(need)
 }
 
 // shrink drops a buffer grown for a large header or record once it has

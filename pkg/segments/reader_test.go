@@ -456,6 +456,7 @@ func TestRemaining(t *testing.T) {
 		{"buffered", br, 899},
 		{"prefix", pre, 902},
 		{"feed", &batchFeed{r: pre}, 902},
+		{"section", io.NewSectionReader(onlyReaderAt{f}, 200, 300), 300},
 	} {
 		if n, ok := remaining(c.r); !ok || n != c.want {
 			t.Errorf("%s: remaining %d, %v; want %d, true", c.name, n, ok, c.want)
@@ -472,4 +473,10 @@ func TestRemaining(t *testing.T) {
 			t.Errorf("%T: remaining %d, true; want false", r, n)
 		}
 	}
+}
+
+// remaining returns what fileAt says src holds beyond its next byte.
+func remaining(src io.Reader) (int64, bool) {
+	_, next, end, ok := fileAt(src)
+	return end - next, ok
 }

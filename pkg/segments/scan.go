@@ -282,10 +282,6 @@ func (f *batchFeed) Read(p []byte) (int, error) {
 	return f.r.Read(p)
 }
 
-// remaining reports what its input holds beyond what was read (a
-// remainer, for the Reader's buffer).
-func (f *batchFeed) remaining() (int64, bool) { return remaining(f.r) }
-
 // ReadingFile reports the file under its input (a FileInput).
 func (f *batchFeed) ReadingFile() (io.ReaderAt, int64, int64, bool) { return fileAt(f.r) }
 

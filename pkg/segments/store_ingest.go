@@ -224,9 +224,6 @@ func (c *CountingReader) Read(p []byte) (int, error) {
 // N returns the number of bytes read so far.
 func (c *CountingReader) N() int64 { return c.n.Load() }
 
-// remaining reports what R holds beyond what was read (a remainer).
-func (c *CountingReader) remaining() (int64, bool) { return remaining(c.R) }
-
 // ReadingFile reports the file under R (a FileInput).
 func (c *CountingReader) ReadingFile() (io.ReaderAt, int64, int64, bool) { return fileAt(c.R) }
 
