@@ -49,27 +49,31 @@ func storeBlockBodies(t *testing.T, paths ...string) (map[string]bool, []frames.
 // zstd capture unchanged (issue 23 item 3: not compressed again), and
 // that a block whose frames are not all new (one is stored already, with
 // another payload: a conflict) is written from the frames kept instead.
+// blockCapture writes n frames of benchLines on channel 2 of stream S in
+// zstd blocks of 16 KiB.
+func blockCapture(t *testing.T, n int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, descS, []frames.ChannelDescriptor{c2}, WriterOptions{Compression: CompressZstd, BlockSize: 16 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := w.WriteFrame(frames.Frame{Channel: 2, Position: frames.Position(i), Payload: benchLines[i%len(benchLines)]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 func TestStoreIngestCopiesBlocks(t *testing.T) {
 	const n = 3000
-	capture := func() []byte {
-		var buf bytes.Buffer
-		w, err := NewWriter(&buf, descS, []frames.ChannelDescriptor{c2}, WriterOptions{Compression: CompressZstd, BlockSize: 16 << 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range n {
-			if err := w.WriteFrame(frames.Frame{Channel: 2, Position: frames.Position(i), Payload: benchLines[i%len(benchLines)]}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
-	}
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.dss")
-	if err := os.WriteFile(in, capture(), 0o644); err != nil {
+	if err := os.WriteFile(in, blockCapture(t, n), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	inBodies, inFrames := storeBlockBodies(t, in)
@@ -98,7 +102,7 @@ func TestStoreIngestCopiesBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	var conflicts int
-	rep, err := s.Ingest(context.Background(), "in.dss", bytes.NewReader(capture()), IngestOptions{Warn: func(error) { conflicts++ }})
+	rep, err := s.Ingest(context.Background(), "in.dss", bytes.NewReader(blockCapture(t, n)), IngestOptions{Warn: func(error) { conflicts++ }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,22 +166,9 @@ func TestStoreIngestCopiesBlocks(t *testing.T) {
 // block of the input is still copied unchanged, and nothing is lost.
 func TestStoreIngestCommitsAtBlockEnds(t *testing.T) {
 	const n = 4000
-	var buf bytes.Buffer
-	w, err := NewWriter(&buf, descS, []frames.ChannelDescriptor{c2}, WriterOptions{Compression: CompressZstd, BlockSize: 16 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		if err := w.WriteFrame(frames.Frame{Channel: 2, Position: frames.Position(i), Payload: benchLines[i%len(benchLines)]}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.dss")
-	if err := os.WriteFile(in, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(in, blockCapture(t, n), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	inBodies, inFrames := storeBlockBodies(t, in)
@@ -187,7 +178,7 @@ func TestStoreIngestCommitsAtBlockEnds(t *testing.T) {
 	}
 	defer s.Close()
 	// 40 KiB: a commit every two or three blocks of 16 KiB, due inside one.
-	rep, err := s.Ingest(context.Background(), "in.dss", bytes.NewReader(buf.Bytes()), IngestOptions{CommitBytes: 40 << 10, CommitInterval: time.Hour})
+	rep, err := s.Ingest(context.Background(), "in.dss", bytes.NewReader(blockCapture(t, n)), IngestOptions{CommitBytes: 40 << 10, CommitInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
