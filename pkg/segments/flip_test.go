@@ -387,3 +387,48 @@ func FuzzDamagedHeader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDamagedHeaderParity is FuzzDamagedHeader for a header followed by a
+// parity copy (as one of over 4 MiB is; here of one shard) instead of a
+// whole HeaderCopy: any bytes in its place never break the reader, and a
+// header one bit off reads as the clean capture does.
+func FuzzDamagedHeaderParity(f *testing.F) {
+	first := writeEvents(f, descT, []frames.ChannelDescriptor{channel(streamT, 2)}, WriterOptions{WriterID: "ds fuzz", Rand: detRand(30)}, logEvents(streamT, 2))
+	whole := writeEvents(f, descS, catalogS, WriterOptions{WriterID: "ds fuzz", Rand: detRand(31)}, logEvents(streamS, 3))
+	sp := spans(f, whole)
+	hdr := whole[:sp[0].end]
+	par, err := wireformat.AppendHeaderParity(nil, hdr)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if rec, _, err := wireformat.ParseRecord(whole[sp[1].start:], headerSeed(f, whole, sp[0]), 0); err != nil || rec.Type != wireformat.TypeHeaderCopy {
+		f.Fatalf("the record after the header: %v, %v; want its HeaderCopy", rec.Type, err)
+	}
+	rest := slices.Concat(par, whole[sp[1].end:]) // the parity copy for the whole copy
+	clean := toEvents(readAll(f, slices.Concat(first, hdr, rest), ReaderOptions{}).entries)
+	f.Add(hdr)
+	for _, off := range []int{0, 8, 9, 11, 13, 16, len(hdr) / 2, len(hdr) - 40, len(hdr) - 2} {
+		b := bytes.Clone(hdr)
+		b[off] ^= 0x04
+		f.Add(b)
+	}
+	f.Add(hdr[:len(hdr)-1])
+	f.Fuzz(func(t *testing.T, h []byte) {
+		data := slices.Concat(first, h, rest)
+		checkReader(t, data)
+		if len(h) != len(hdr) {
+			return
+		}
+		diff := 0
+		for i := range h {
+			diff += bits.OnesCount8(h[i] ^ hdr[i])
+		}
+		if diff > 1 {
+			return
+		}
+		res := readAll(t, data, ReaderOptions{})
+		if got := toEvents(res.entries); !sameEvents(clean, got) {
+			t.Fatalf("a header %d bit(s) off (-clean +read):\n%s", diff, cmp.Diff(clean, got, eventCmp))
+		}
+	})
+}
