@@ -478,6 +478,9 @@ func (r *Reader) readHeader(e *Entry) (bool, error) {
 		if err == io.ErrUnexpectedEOF && n > largeHeader && r.w-r.r >= wireformat.HeaderPrefixSize && !triedAt {
 			triedAt = true
 			ok, err := r.readHeaderAt(x, n, &h)
+			if _, _, _, file := fileAt(r.src); err == nil && !ok && !file && !r.follow && fieldsFitPiece(r.buf[r.r:r.w]) {
+				ok, err = r.readHeaderChunks(x, n, &h)
+			}
 			if err != nil {
 				return false, err
 			}
@@ -563,6 +566,101 @@ func (r *Reader) readHeaderAt(x int64, n int, h *wireformat.Header) (bool, error
 	}
 	*h = got
 	return true, nil
+}
+
+// readHeaderChunks reads the header of n bytes at input offset x, of
+// which the buffer holds the start, from an input that is not a file (a
+// pipe), into pieces of [wireformat.HeaderPiece] bytes, as many as the
+// input delivers (memory follows the input read, not the length
+// claimed), and decodes it from them ([wireformat.ParseHeaderAt]): the
+// buffer does not grow to the header, nor is the header copied as it
+// grows (a 16 MiB header cost 25 MiB of buffers beside its descriptors).
+// It reports false where the input ends first or the header is not one
+// ParseHeaderAt answers for (damage among them): its bytes are then put in
+// the buffer, read position x, for the caller to read whole as before.
+func (r *Reader) readHeaderChunks(x int64, n int, h *wireformat.Header) (bool, error) {
+	var c chunkedBytes
+	held := r.buf[r.r:r.w]
+	for rest := held; len(rest) > 0; {
+		k := min(len(rest), wireformat.HeaderPiece)
+		c.chunks = append(c.chunks, append(make([]byte, 0, wireformat.HeaderPiece), rest[:k]...))
+		rest = rest[k:]
+	}
+	c.n = len(held)
+	var rerr error
+	for c.n < n && rerr == nil {
+		if len(c.chunks) == 0 || len(c.chunks[len(c.chunks)-1]) == cap(c.chunks[len(c.chunks)-1]) {
+			c.chunks = append(c.chunks, make([]byte, 0, wireformat.HeaderPiece))
+		}
+		last := &c.chunks[len(c.chunks)-1]
+		want := min(cap(*last)-len(*last), n-c.n)
+		m, err := io.ReadFull(r.src, (*last)[len(*last):len(*last)+want])
+		*last = (*last)[:len(*last)+m]
+		c.n += m
+		rerr = err
+	}
+	if rerr == nil {
+		if got, ok := wireformat.ParseHeaderAt(&c, 0, n, r.memo); ok {
+			r.base, r.r, r.w = x+int64(n), 0, 0
+			*h = got
+			return true, nil
+		}
+	}
+	// Back into the buffer, as fill would have read it.
+	buf := make([]byte, max(c.n+readBufferSize, len(r.buf)))
+	w := 0
+	for _, b := range c.chunks {
+		w += copy(buf[w:], b)
+	}
+	r.buf, r.base, r.r, r.w = buf, x, 0, w
+	switch {
+	case rerr == io.EOF || rerr == io.ErrUnexpectedEOF:
+		r.eof = true
+	case rerr != nil:
+		r.err = fmt.Errorf("segments: read: %w", rerr)
+		return false, r.err
+	}
+	return false, nil
+}
+
+// fieldsFitPiece reports whether the start of a header, b, says that its
+// fields before the catalog (segment id, sequence number, writer
+// identity) fit in a piece, as ParseHeaderAt needs: a header of a 16 MiB
+// writer identity is read whole at once rather than into pieces first.
+func fieldsFitPiece(b []byte) bool {
+	at := wireformat.HeaderPrefixSize + 8
+	if len(b) <= at {
+		return false
+	}
+	_, k := binary.Uvarint(b[at:])
+	if k <= 0 {
+		return false
+	}
+	w, k2 := binary.Uvarint(b[at+k:])
+	return k2 > 0 && w < wireformat.HeaderPiece/2
+}
+
+// chunkedBytes is bytes held in pieces, read as an io.ReaderAt.
+type chunkedBytes struct {
+	chunks [][]byte // each of cap wireformat.HeaderPiece, all full but the last
+	n      int
+}
+
+func (c *chunkedBytes) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off >= int64(c.n) {
+		return 0, io.EOF
+	}
+	done := 0
+	for done < len(p) && off < int64(c.n) {
+		b := c.chunks[off/wireformat.HeaderPiece][off%wireformat.HeaderPiece:]
+		k := copy(p[done:], b)
+		done += k
+		off += int64(k)
+	}
+	if done < len(p) {
+		return done, io.EOF
+	}
+	return done, nil
 }
 
 // fileAt returns what src reads as an io.ReaderAt, the offset in it of

@@ -236,3 +236,61 @@ func TestLargeHeaderSections(t *testing.T) {
 type onlyReaderAt struct{ r io.ReaderAt }
 
 func (o onlyReaderAt) ReadAt(b []byte, off int64) (int, error) { return o.r.ReadAt(b, off) }
+
+// TestLargeHeaderPipe: from an input that is not a file (a pipe), a large
+// header is read into pieces as it arrives and decoded from them: the
+// entries, damage and offsets are those of the file, for sound and
+// damaged captures, and the sound one allocates each header's bytes
+// once (not a buffer grown by doubling to it, old and new both held).
+func TestLargeHeaderPipe(t *testing.T) {
+	data, hsize := largeHeaderCapture(t)
+	second := hsize + bytes.Index(data[hsize:], []byte(wireformat.Magic))
+	cut := func(f func(b []byte)) []byte { b := bytes.Clone(data); f(b); return b }
+	dir := t.TempDir()
+	for _, in := range []struct {
+		name string
+		b    []byte
+	}{
+		{"sound", data},
+		{"catalog byte", cut(func(b []byte) { b[hsize/2] ^= 1 })},
+		{"length", cut(func(b []byte) { b[12] ^= 1 })},
+		{"torn in the second header", data[:second+hsize/2]},
+	} {
+		path := filepath.Join(dir, "c.dss")
+		if err := os.WriteFile(path, in.b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		read := func(pipe bool) (readResult, uint64) {
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var src io.Reader = f
+			if pipe {
+				src = struct{ io.Reader }{f}
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			res := readFrom(t, NewReader(src, ReaderOptions{}), len(in.b))
+			runtime.ReadMemStats(&after)
+			return res, largeAllocated(&before, &after)
+		}
+		want, _ := read(false)
+		got, large := read(true)
+		if diff := cmp.Diff(summarize(want), summarize(got)); diff != "" {
+			t.Errorf("%s: (-file +pipe):\n%s", in.name, diff)
+		}
+		headers := uint64(0)
+		for _, e := range want.entries {
+			if e.Kind == EntrySegment {
+				headers++
+			}
+		}
+		limit := headers * (40_000*uint64(unsafe.Sizeof(frames.ChannelDescriptor{})) + uint64(hsize) + 2<<20)
+		if in.name == "sound" && large > limit {
+			t.Errorf("%s: %d bytes allocated in objects over 32 KiB, want at most %d (%d headers of %d bytes)", in.name, large, limit, headers, hsize)
+		}
+	}
+}
