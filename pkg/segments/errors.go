@@ -50,4 +50,12 @@ var (
 	// with the store's: the other streams were stored, and ingesting the
 	// same input again refuses it again.
 	ErrStreamRefused = errors.New("segments: stream refused: catalog conflict")
+
+	// ErrHeaderRepaired matches (errors.Is) the cause of a *CorruptError
+	// whose damaged range is a segment header that the reader recovered
+	// from its HeaderCopy or repaired with its parity copy (ds-format(5)
+	// "Resynchronisation"): the bytes were damaged, but no frame is lost,
+	// and the segment is read on. Views say so instead of "skipped", and
+	// count no loss for it; ds check still reports the damage.
+	ErrHeaderRepaired = errors.New("repaired from its copy, no frame lost")
 )

@@ -127,6 +127,9 @@ type MergeReport struct {
 	// them all.
 	Damage      []InputDamage
 	DamageCount int
+	// Repaired counts, of them, the segment headers repaired from their
+	// copies ([ErrHeaderRepaired]): damage that cost no frame.
+	Repaired int
 }
 
 // maxMergeDamage bounds the damaged ranges a [MergeReport] keeps.
@@ -153,6 +156,9 @@ func (d *InputDamage) Error() string {
 	}
 	if d.Torn {
 		return fmt.Sprintf("%s: torn tail at byte %d (the writer stopped mid-record): %v", d.Input, d.Offset, cause)
+	}
+	if d.Records == 1 && errors.Is(d.Err, ErrHeaderRepaired) {
+		return fmt.Sprintf("%s: bytes %d–%d damaged: %v", d.Input, d.Offset, d.End-1, cause)
 	}
 	return fmt.Sprintf("%s: bytes %d–%d unreadable, skipped: %v", d.Input, d.Offset, d.End-1, cause)
 }
@@ -684,6 +690,9 @@ func (m *merger) setKeep(st *mergeStream) {
 func (m *merger) damage(d *InputDamage) {
 	m.report.Damaged = true
 	m.report.DamageCount++
+	if d.Records == 1 && errors.Is(d.Err, ErrHeaderRepaired) {
+		m.report.Repaired++
+	}
 	if len(m.report.Damage) < maxMergeDamage {
 		m.report.Damage = append(m.report.Damage, *d)
 	}

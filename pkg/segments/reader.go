@@ -965,7 +965,7 @@ func (r *Reader) damaged(x int64, cause error) (bool, error) {
 			// segment goes on: it is the length that is damaged.
 			cause = fmt.Errorf("%w: segment header length runs past its HeaderCopy", wireformat.ErrTooLarge)
 		}
-		return false, &CorruptError{Offset: x, End: at, Err: cause}
+		return false, &CorruptError{Offset: x, End: at, Err: fmt.Errorf("%w; %w", cause, ErrHeaderRepaired)}
 	case c == needMore && r.follow && x >= r.base:
 		r.seek(x)
 		return false, r.wait()

@@ -488,7 +488,12 @@ func MergeSummary(r MergeReport, out string, recovering bool) string {
 		parts = append(parts, fmt.Sprintf("%s (%.1f MiB) sorted in temporary files", textfmt.Nouns(r.SpilledFrames, "frame"), float64(r.SpilledBytes)/(1<<20)))
 	}
 	if recovering {
-		if r.Damaged {
+		switch {
+		case r.Damaged && r.Repaired == r.DamageCount:
+			parts = append(parts, textfmt.Nouns(uint64(r.Repaired), "damaged segment header")+" repaired")
+		case r.Damaged && r.Repaired > 0:
+			parts = append(parts, textfmt.Nouns(uint64(r.DamageCount-r.Repaired), "damaged range")+" skipped", textfmt.Nouns(uint64(r.Repaired), "damaged segment header")+" repaired")
+		case r.Damaged:
 			parts = append(parts, textfmt.Nouns(uint64(r.DamageCount), "damaged range")+" skipped")
 		}
 		if r.Unknown > 0 {

@@ -342,6 +342,9 @@ func ingestDamage(ce *CorruptError) error {
 	if errors.Is(ce, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("torn tail at byte %d (the writer stopped mid-record): %w", ce.Offset, ce)
 	}
+	if errors.Is(ce, ErrHeaderRepaired) {
+		return fmt.Errorf("bytes %d–%d damaged: %w", ce.Offset, ce.End-1, ce)
+	}
 	return fmt.Errorf("bytes %d–%d unreadable, skipped: %w", ce.Offset, ce.End-1, ce)
 }
 

@@ -264,6 +264,8 @@ func (d *DamageReporter) Report(offset, end int64, torn bool, err error) bool {
 	d.Damaged = true
 	if torn {
 		fmt.Fprintf(d.Warn, "ds: %s: torn tail at byte %d (the writer stopped mid-record): %s\n", textfmt.Quote(d.Name), offset, textfmt.Quote(err.Error()))
+	} else if errors.Is(err, segments.ErrHeaderRepaired) {
+		fmt.Fprintf(d.Warn, "ds: %s: bytes %d–%d damaged: %s\n", textfmt.Quote(d.Name), offset, end-1, textfmt.Quote(err.Error()))
 	} else {
 		fmt.Fprintf(d.Warn, "ds: %s: bytes %d–%d unreadable, skipped: %s\n", textfmt.Quote(d.Name), offset, end-1, textfmt.Quote(err.Error()))
 	}

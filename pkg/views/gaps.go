@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -563,6 +564,9 @@ func (g *Gaps) Damage(offset, end int64, torn bool, err error) {
 
 // damage records a damaged range of input f.
 func (g *Gaps) damage(f *gapFile, offset, end int64, torn bool, err error) {
+	if errors.Is(err, segments.ErrHeaderRepaired) {
+		return // no position lost: ds check reports the damage
+	}
 	k := FindingDamage
 	if torn {
 		k = FindingTorn
